@@ -1,0 +1,40 @@
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.lib import settings
+
+
+class Warehouse(dg.ConfigurableResource):
+    """Where the warehouse lives, what it reads, and which providers are baselines.
+
+    Defaults come from the environment (`WAREHOUSE_DIR`, `LIGER_SOURCE`,
+    `LIGER_BRANCH`, `LIGER_BASELINES`) when the definitions load.
+    """
+
+    warehouse_dir: str
+    source: str
+    branch: str
+    file_glob: str
+    cache_dir: str
+    baselines: list[str]
+
+    @property
+    def path(self) -> Path:
+        return Path(self.warehouse_dir)
+
+
+def default_warehouse() -> Warehouse:
+    return Warehouse(
+        warehouse_dir=str(settings.warehouse_dir()),
+        source=settings.source(),
+        branch=settings.branch(),
+        file_glob=settings.file_glob(),
+        cache_dir=str(settings.cache_dir()),
+        baselines=list(settings.baselines()),
+    )
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources={"warehouse": default_warehouse()})

@@ -1,0 +1,148 @@
+"""Column schemas of every table (SPEC section 4), one pl.Schema per table."""
+
+from __future__ import annotations
+
+import polars as pl
+
+UTC_TIME = pl.Datetime("us", "UTC")
+
+# The columns of the upstream CSV, in upstream's order.
+LIGER_COLUMNS = (
+    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
+    "x_name", "x_label", "x_value", "y_value_50", "y_value_20", "y_value_80",
+    "extra_benchmark_config_str", "gpu_name", "timestamp", "liger_version",
+)  # fmt: skip
+# A row with any of these empty is quarantined; the others may be empty.
+REQUIRED_VALUES = (
+    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
+    "x_name", "x_value", "gpu_name", "timestamp",
+)  # fmt: skip
+# A file whose header lacks one of these is not a Liger CSV (or has drifted too far to read).
+REQUIRED_COLUMNS = tuple(c for c in LIGER_COLUMNS if c not in ("x_label", "liger_version"))
+RUN_KEY = (
+    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name",
+    "x_name", "x_value", "extra_benchmark_config_str", "gpu_name", "timestamp",
+)  # fmt: skip
+
+RUNS = pl.Schema(
+    {
+        "run_id": pl.String,
+        "name": pl.String,
+        "title": pl.String,
+        "benchmark": pl.String,
+        "kernel": pl.String,
+        "kernel_title": pl.String,
+        "provider": pl.String,
+        "pass": pl.String,
+        "metric": pl.String,
+        "status": pl.String,
+        "observed_at": UTC_TIME,
+        "liger_version": pl.String,
+        "gpu_name": pl.String,
+        "x_name": pl.String,
+        "x_label": pl.String,
+        "x_value": pl.String,
+        "workload": pl.String,
+        "workload_slug": pl.String,
+        "workload_digest": pl.String,
+        "protocol_digest": pl.String,
+        "environment_digest": pl.String,
+        "implementation_digest": pl.String,
+        "group_id": pl.String,
+        # Median, p20 and p80 in the canonical unit: whole ns or bytes for speed and
+        # memory (exact in a double), the raw number for a metric we do not know.
+        "value": pl.Float64,
+        "p20": pl.Float64,
+        "p80": pl.Float64,
+        "unit": pl.String,
+        "raw_unit": pl.String,
+        "raw_p20": pl.Float64,
+        "raw_p50": pl.Float64,
+        "raw_p80": pl.Float64,
+        # The y fields verbatim, so a snapshot can be rebuilt byte for byte.
+        "raw_y_value_50": pl.String,
+        "raw_y_value_20": pl.String,
+        "raw_y_value_80": pl.String,
+        "raw_timestamp": pl.String,
+        "source": pl.String,
+        "source_file": pl.String,
+        "first_seen_snapshot": pl.String,
+        "last_seen_snapshot": pl.String,
+        "in_latest": pl.Boolean,
+        "raw_config": pl.String,
+        # Values of columns upstream added beyond the known ones, as a JSON object.
+        "extra_columns": pl.String,
+    }
+)
+
+MEASUREMENTS = pl.Schema(
+    {
+        "run_id": pl.String,
+        "metric": pl.String,
+        "statistic": pl.String,
+        "value": pl.Float64,
+        "unit": pl.String,
+        "raw_value": pl.Float64,
+        "raw_unit": pl.String,
+    }
+)
+
+ENVIRONMENTS = pl.Schema(
+    {
+        "environment_digest": pl.String,
+        "name": pl.String,
+        "title": pl.String,
+        "gpu_name": pl.String,
+        "vendor": pl.String,
+        "product": pl.String,
+        "form_factor": pl.String,
+        "architecture": pl.String,
+        "known": pl.Boolean,
+        "spec": pl.String,
+    }
+)
+
+PROTOCOLS = pl.Schema(
+    {
+        "protocol_digest": pl.String,
+        "name": pl.String,
+        "title": pl.String,
+        "metric": pl.String,
+        "pass": pl.String,
+        "spec": pl.String,
+    }
+)
+
+SNAPSHOTS = pl.Schema(
+    {
+        "snapshot_id": pl.String,
+        "source": pl.String,
+        "source_file": pl.String,
+        "commit": pl.String,
+        "committed_at": UTC_TIME,
+        "subject": pl.String,
+        "sequence": pl.Int64,
+        "content_sha256": pl.String,
+        "status": pl.String,  # ingested | rejected
+        "reason": pl.String,
+        "header": pl.String,  # the file's column names, as a JSON list
+        "row_count": pl.Int64,
+        "accepted": pl.Int64,
+        "quarantined": pl.Int64,
+        "is_latest": pl.Boolean,
+    }
+)
+
+RUN_SNAPSHOTS = pl.Schema({"run_id": pl.String, "snapshot_id": pl.String, "row_number": pl.Int64})
+
+QUARANTINE = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "raw": pl.String, "reason": pl.String})
+
+TABLES: dict[str, pl.Schema] = {
+    "runs": RUNS,
+    "measurements": MEASUREMENTS,
+    "environments": ENVIRONMENTS,
+    "protocols": PROTOCOLS,
+    "snapshots": SNAPSHOTS,
+    "run_snapshots": RUN_SNAPSHOTS,
+    "quarantine": QUARANTINE,
+}

@@ -1,0 +1,47 @@
+"""Where things are: the environment variables a user sets, with their defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SOURCE = "https://github.com/linkedin/Liger-Kernel.git"
+DEFAULT_BRANCH = "main"
+DEFAULT_FILE_GLOB = "benchmark/data/all_benchmark_data*.csv"
+DEFAULT_BASELINES = ("huggingface", "torch")
+
+
+def _project_path(value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def warehouse_dir() -> Path:
+    """`WAREHOUSE_DIR`, default `data/warehouse` (relative paths are taken from the project root)."""
+    return _project_path(os.environ.get("WAREHOUSE_DIR") or "data/warehouse")
+
+
+def cache_dir() -> Path:
+    """`LIGER_CACHE_DIR`, default `data/cache`: where git sources are cloned."""
+    return _project_path(os.environ.get("LIGER_CACHE_DIR") or "data/cache")
+
+
+def source() -> str:
+    return os.environ.get("LIGER_SOURCE") or DEFAULT_SOURCE
+
+
+def branch() -> str:
+    return os.environ.get("LIGER_BRANCH") or DEFAULT_BRANCH
+
+
+def file_glob() -> str:
+    return os.environ.get("LIGER_FILE_GLOB") or DEFAULT_FILE_GLOB
+
+
+def baselines() -> tuple[str, ...]:
+    """`LIGER_BASELINES`, comma-separated, default `huggingface,torch`."""
+    raw = os.environ.get("LIGER_BASELINES")
+    if not raw:
+        return DEFAULT_BASELINES
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
