@@ -45,6 +45,10 @@ RUNS = pl.Schema(
         "workload": pl.String,
         "workload_slug": pl.String,
         "workload_digest": pl.String,
+        # The workload key of the x axis, and the workload without it: the runs of one sweep.
+        "x_key": pl.String,
+        "sweep_workload": pl.String,
+        "sweep_digest": pl.String,
         "protocol_digest": pl.String,
         "environment_digest": pl.String,
         "implementation_digest": pl.String,
@@ -146,3 +150,12 @@ TABLES: dict[str, pl.Schema] = {
     "run_snapshots": RUN_SNAPSHOTS,
     "quarantine": QUARANTINE,
 }
+
+# Columns the normalizer adds to RUNS for each accepted row, before runs are deduplicated.
+RUN_ROWS = pl.Schema(
+    {
+        **{k: v for k, v in RUNS.items() if k not in ("first_seen_snapshot", "last_seen_snapshot", "in_latest")},
+        "snapshot_id": pl.String,
+        "row_number": pl.Int64,
+    }
+)

@@ -1,0 +1,177 @@
+"""Stage snapshots: parse and normalize each snapshot once, into `_staging/<key>/`.
+
+A staged snapshot is a folder renamed into place only when complete, so a
+killed run leaves no half-staged snapshot; the next run stages it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from pipelines.lib import store
+from pipelines.lib.normalize import DistinctCache, normalize, raw_line
+from pipelines.lib.parse import FastPathRefused, Header, NotLigerCsv, iter_records, read_header
+from pipelines.lib.schemas import QUARANTINE, RUN_ROWS
+from pipelines.lib.source import SnapshotRef
+
+# Bump when normalization changes what it writes: staged snapshots of another version are staged again.
+NORMALIZER_VERSION = 1
+STAGING = "_staging"
+META = "meta.json"
+
+
+@dataclass(frozen=True)
+class SnapshotMeta:
+    snapshot_id: str
+    source: str
+    source_file: str
+    commit: str | None
+    committed_at: str | None
+    subject: str | None
+    sequence: int
+    ingest_seq: int
+    content_sha256: str
+    status: str
+    reason: str | None
+    header: list[str]
+    row_count: int
+    accepted: int
+    quarantined: int
+    normalizer_version: int
+
+
+def staging_dir(warehouse: Path) -> Path:
+    return warehouse / STAGING
+
+
+def snapshot_key(snapshot_id: str) -> str:
+    return hashlib.sha256(snapshot_id.encode()).hexdigest()[:24]
+
+
+def staged_metas(warehouse: Path) -> list[SnapshotMeta]:
+    """Every completely staged snapshot of the current normalizer version."""
+    metas = []
+    root = staging_dir(warehouse)
+    if not root.exists():
+        return metas
+    for meta_path in sorted(root.glob(f"*/{META}")):
+        if meta_path.parent.name.startswith("."):
+            continue
+        meta = SnapshotMeta(**json.loads(meta_path.read_text()))
+        if meta.normalizer_version == NORMALIZER_VERSION:
+            metas.append(meta)
+    return metas
+
+
+def is_staged(warehouse: Path, snapshot_id: str) -> bool:
+    meta_path = staging_dir(warehouse) / snapshot_key(snapshot_id) / META
+    if not meta_path.exists():
+        return False
+    return json.loads(meta_path.read_text()).get("normalizer_version") == NORMALIZER_VERSION
+
+
+def _content_sha256(data: bytes | Path) -> str:
+    if isinstance(data, bytes):
+        return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    with open(data, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_parts(data: bytes | Path, header: Header, ref: SnapshotRef, folder: Path, cache: DistinctCache, careful: bool, rejected: str | None) -> tuple[int, int, int]:
+    """Normalize every chunk into folder/rows-N.parquet and quarantine-N.parquet; (rows, accepted, quarantined)."""
+    row_count = accepted = quarantined = 0
+    for index, records in enumerate(iter_records(data, header, careful=careful)):
+        if rejected:
+            out_rows = pl.DataFrame(schema=RUN_ROWS)
+            out_quarantine = _rejected_rows(records, header, ref.snapshot_id, rejected)
+        else:
+            normalized = normalize(
+                records, header, snapshot_id=ref.snapshot_id, source=ref.source, source_file=ref.source_file, cache=cache
+            )
+            out_rows, out_quarantine = normalized.rows, normalized.quarantine
+        store.write_parquet(out_rows, folder / f"rows-{index:05d}.parquet")
+        store.write_parquet(out_quarantine, folder / f"quarantine-{index:05d}.parquet")
+        row_count += records.height
+        accepted += out_rows.height
+        quarantined += out_quarantine.height
+    return row_count, accepted, quarantined
+
+
+def _rejected_rows(records: pl.DataFrame, header: Header, snapshot_id: str, reason: str) -> pl.DataFrame:
+    raws = [raw_line(fields, raw) for fields, raw in zip(records.select(header.columns).iter_rows(), records["_raw"])]
+    return pl.DataFrame(
+        {"snapshot_id": [snapshot_id] * records.height, "row_number": records["row_number"], "raw": raws, "reason": [reason] * records.height},
+        schema=QUARANTINE,
+    )
+
+
+def stage_snapshot(
+    warehouse: Path, ref: SnapshotRef, read: Callable[[SnapshotRef], bytes | Path], cache: DistinctCache, ingest_seq: int
+) -> SnapshotMeta:
+    """Parse and normalize one snapshot into its staging folder (replacing an older version's)."""
+    root = staging_dir(warehouse)
+    final = root / snapshot_key(ref.snapshot_id)
+    tmp = store.temp_path(final)
+    tmp.mkdir(parents=True)
+    try:
+        data = read(ref)
+        sha = _content_sha256(data)
+        status, reason, header = "ingested", None, None
+        try:
+            header = read_header(data)
+        except NotLigerCsv as exc:
+            status, reason = "rejected", f"not a Liger benchmark CSV: {exc}"
+        if header is not None and header.missing:
+            status = "rejected"
+            reason = f"snapshot rejected: the header lacks required column(s) {', '.join(header.missing)}"
+        counts = (0, 0, 0)
+        if header is not None:
+            try:
+                counts = _write_parts(data, header, ref, tmp, cache, careful=False, rejected=reason)
+            except FastPathRefused:
+                for part in tmp.iterdir():
+                    part.unlink()
+                counts = _write_parts(data, header, ref, tmp, cache, careful=True, rejected=reason)
+        meta = SnapshotMeta(
+            snapshot_id=ref.snapshot_id,
+            source=ref.source,
+            source_file=ref.source_file,
+            commit=ref.commit,
+            committed_at=ref.committed_at.isoformat() if isinstance(ref.committed_at, datetime) else None,
+            subject=ref.subject,
+            sequence=ref.sequence,
+            ingest_seq=ingest_seq,
+            content_sha256=sha,
+            status=status,
+            reason=reason,
+            header=list(header.columns) if header else [],
+            row_count=counts[0],
+            accepted=counts[1],
+            quarantined=counts[2],
+            normalizer_version=NORMALIZER_VERSION,
+        )
+        (tmp / META).write_text(json.dumps(asdict(meta), indent=2))
+        store.fsync_dir(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        store.fsync_dir(root)
+        return meta
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def next_ingest_seq(warehouse: Path) -> int:
+    return 1 + max((m.ingest_seq for m in staged_metas(warehouse)), default=0)

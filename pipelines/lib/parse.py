@@ -1,0 +1,181 @@
+"""Split a Liger CSV into records: text columns exactly as written, plus rows that cannot be records.
+
+Two readers give the same records. The fast one (Arrow's streaming CSV
+reader) handles well-formed files in bounded batches; the first row it
+cannot take whole (wrong field count, a newline inside quotes, invalid
+UTF-8) sends the file to the careful one (Python's csv module), which puts
+each such row in quarantine with its text instead of repairing it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from pipelines.lib.schemas import REQUIRED_COLUMNS
+
+BATCH_BYTES = 16 << 20
+CAREFUL_BATCH_ROWS = 100_000
+PARSE_ERROR = "_parse_error"
+RAW_TEXT = "_raw"
+ROW_NUMBER = "row_number"
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class NotLigerCsv(ValueError):
+    """The file as a whole is not a Liger CSV; the message says why."""
+
+
+class FastPathRefused(Exception):
+    """The fast reader met a row it cannot take whole; read the file with careful=True."""
+
+
+@dataclass(frozen=True)
+class Header:
+    columns: tuple[str, ...]
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(c for c in REQUIRED_COLUMNS if c not in self.columns)
+
+
+def _head_bytes(data: bytes | Path, size: int = 1 << 16) -> bytes:
+    if isinstance(data, Path):
+        with open(data, "rb") as handle:
+            return handle.read(size)
+    return data[:size]
+
+
+def read_header(data: bytes | Path) -> Header:
+    """The column names of the first record; NotLigerCsv for an empty file or a broken header."""
+    head = _head_bytes(data).removeprefix(UTF8_BOM)
+    if not head.strip():
+        raise NotLigerCsv("the file is empty: no header row")
+    first_line = head.splitlines()[0] if head.splitlines() else b""
+    try:
+        text = first_line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotLigerCsv("the header row is not valid UTF-8") from None
+    columns = tuple(next(csv.reader([text])))
+    duplicated = sorted({c for c in columns if columns.count(c) > 1})
+    if duplicated:
+        raise NotLigerCsv(f"the header names column(s) {', '.join(duplicated)} more than once")
+    if "" in columns:
+        raise NotLigerCsv("the header has an unnamed column")
+    return Header(columns)
+
+
+def iter_records(data: bytes | Path, header: Header, careful: bool = False) -> Iterator[pl.DataFrame]:
+    """Frames of records, in file order: one String column per header column, `row_number`
+    (1-based, the header not counted, blank lines skipped), `_parse_error` and `_raw`
+    (set only on rows that could not be split into the header's fields).
+
+    The fast reader raises FastPathRefused, possibly after yielding some frames: the
+    caller drops what it got from this file and reads it again with careful=True.
+    """
+    yield from (_careful_records(data, header) if careful else _fast_records(data, header))
+
+
+def _fast_records(data: bytes | Path, header: Header) -> Iterator[pl.DataFrame]:
+    read_options = pacsv.ReadOptions(use_threads=True, block_size=BATCH_BYTES)
+    parse_options = pacsv.ParseOptions(newlines_in_values=False, invalid_row_handler=lambda _row: "error")
+    convert_options = pacsv.ConvertOptions(
+        column_types={c: pa.string() for c in header.columns},
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+    source = pa.OSFile(str(data)) if isinstance(data, Path) else pa.BufferReader(data)
+    next_row = 1
+    try:
+        reader = pacsv.open_csv(source, read_options=read_options, parse_options=parse_options, convert_options=convert_options)
+        for batch in reader:
+            if batch.num_rows == 0:
+                continue
+            if tuple(batch.schema.names) != header.columns:
+                raise FastPathRefused()
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            yield frame.with_columns(
+                pl.int_range(next_row, next_row + frame.height, dtype=pl.Int64).alias(ROW_NUMBER),
+                pl.lit(None, pl.String).alias(PARSE_ERROR),
+                pl.lit(None, pl.String).alias(RAW_TEXT),
+            )
+            next_row += frame.height
+    except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError):
+        raise FastPathRefused() from None
+    finally:
+        source.close()
+
+
+def _careful_records(data: bytes | Path, header: Header) -> Iterator[pl.DataFrame]:
+    raw = data.read_bytes() if isinstance(data, Path) else data
+    text = raw.removeprefix(UTF8_BOM).decode("utf-8", errors="surrogateescape")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=False)
+    width = len(header.columns)
+    rows: list[tuple[int, list[str] | None, str | None, str | None]] = []
+    row_number = 0
+    try:
+        next(reader)
+        for fields in reader:
+            if not fields:
+                continue
+            row_number += 1
+            rows.append(_checked(row_number, fields, width))
+            if len(rows) >= CAREFUL_BATCH_ROWS:
+                yield _frame(rows, header)
+                rows = []
+    except csv.Error as exc:
+        # csv cannot go on past this point; the rest of the file is kept as one quarantined row.
+        rest = text.splitlines()[reader.line_num - 1 :] if reader.line_num else text.splitlines()
+        row_number += 1
+        rows.append((row_number, None, f"the CSV cannot be split into fields here ({exc})", _printable("\n".join(rest))))
+    if rows:
+        yield _frame(rows, header)
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+
+
+def _as_line(fields: list[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow(fields)
+    return _printable(buffer.getvalue())
+
+
+def _checked(row_number: int, fields: list[str], width: int) -> tuple[int, list[str] | None, str | None, str | None]:
+    if len(fields) != width:
+        return row_number, None, f"the row has {len(fields)} fields where the header has {width}", _as_line(fields)
+    if any(_has_surrogate(f) for f in fields):
+        return row_number, None, "the row is not valid UTF-8", _as_line(fields)
+    return row_number, fields, None, None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _frame(rows: list[tuple[int, list[str] | None, str | None, str | None]], header: Header) -> pl.DataFrame:
+    width = len(header.columns)
+    columns: list[list[str | None]] = [[] for _ in range(width)]
+    for _, fields, _, _ in rows:
+        for index in range(width):
+            columns[index].append(fields[index] if fields is not None else None)
+    data: dict[str, pl.Series] = {
+        name: pl.Series(name, values, dtype=pl.String) for name, values in zip(header.columns, columns)
+    }
+    data[ROW_NUMBER] = pl.Series(ROW_NUMBER, [r[0] for r in rows], dtype=pl.Int64)
+    data[PARSE_ERROR] = pl.Series(PARSE_ERROR, [r[2] for r in rows], dtype=pl.String)
+    data[RAW_TEXT] = pl.Series(RAW_TEXT, [r[3] for r in rows], dtype=pl.String)
+    return pl.DataFrame(data)

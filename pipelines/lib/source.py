@@ -1,0 +1,286 @@
+"""Where snapshots come from: a git repository (URL, clone or bundle), a CSV file, or a CSV URL.
+
+Every git call takes an argument list (never a shell string), and every
+value that reaches git from the user is checked first: no option-looking
+argument, no exotic transport.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Callable
+
+GIT_TIMEOUT_SECONDS = 600
+NETWORK_ATTEMPTS = 3
+BACKOFF_SECONDS = 1.0
+_SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*")
+_SAFE_REF = re.compile(r"^[A-Za-z0-9._/-]+$")
+BUNDLE_SIGNATURES = (b"# v2 git bundle", b"# v3 git bundle")
+
+
+class SourceError(RuntimeError):
+    """The source cannot be read; the message is one line a person can act on."""
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    snapshot_id: str
+    source: str
+    source_file: str
+    commit: str | None
+    committed_at: datetime | None
+    subject: str | None
+    sequence: int
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What the source holds now: its snapshots, oldest first, and the files present at its head."""
+
+    head: str | None
+    snapshots: tuple[SnapshotRef, ...]
+    files_at_head: tuple[str, ...]
+
+
+def unreachable(source: str, detail: str) -> SourceError:
+    return SourceError(
+        f"cannot read the Liger benchmark source {source!r} ({detail}); "
+        "set LIGER_SOURCE to a reachable git URL, local clone, git bundle, CSV file or http(s) CSV URL"
+    )
+
+
+def classify(source: str) -> str:
+    """'git', 'csv-file' or 'csv-url'; anything else is refused with a SourceError."""
+    if not source or source.startswith("-"):
+        raise SourceError(f"LIGER_SOURCE {source!r} is not a source: give a git URL, a local path or an http(s) URL")
+    parsed = urllib.parse.urlparse(source)
+    scheme = parsed.scheme.lower()
+    if scheme in ("http", "https"):
+        return "csv-url" if parsed.path.lower().endswith(".csv") else "git"
+    if scheme in ("ssh", "git+ssh", "file"):
+        return "git"
+    if _SCP_LIKE.match(source):
+        return "git"
+    if scheme and len(scheme) > 1:
+        raise SourceError(
+            f"LIGER_SOURCE scheme {scheme!r} is not accepted: use https, ssh or file git URLs, a local path, "
+            "or an http(s) URL of a CSV"
+        )
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return "git"
+    if path.is_file():
+        with open(path, "rb") as handle:
+            return "git" if handle.read(16).startswith(BUNDLE_SIGNATURES) else "csv-file"
+    raise unreachable(source, "no such file or directory")
+
+
+def _git(args: list[str], cwd: Path | None = None, timeout: int = GIT_TIMEOUT_SECONDS) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=timeout, env=env, check=False)
+
+
+def _git_ok(args: list[str], cwd: Path | None = None) -> bytes:
+    result = _git(args, cwd)
+    if result.returncode != 0:
+        raise SourceError(f"git {args[0]} failed: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout
+
+
+def with_retries(action: Callable[[], object], attempts: int = NETWORK_ATTEMPTS, backoff: float = BACKOFF_SECONDS):
+    """Run `action`, retrying SourceError with exponential backoff; the last error is raised."""
+    for attempt in range(attempts):
+        try:
+            return action()
+        except SourceError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(backoff * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _git_url(source: str) -> str:
+    parsed = urllib.parse.urlparse(source)
+    if parsed.scheme or _SCP_LIKE.match(source):
+        return source
+    return str(Path(source).expanduser().resolve())
+
+
+class GitSource:
+    def __init__(self, source: str, cache_dir: Path, branch: str, file_glob: str):
+        if not _SAFE_REF.match(branch) or branch.startswith("-") or ".." in branch:
+            raise SourceError(f"branch name {branch!r} is not a plain git branch name")
+        self.source = source
+        self.url = _git_url(source)
+        self.branch = branch
+        self.file_glob = file_glob
+        key = hashlib.sha256(f"{self.url}\n{branch}".encode()).hexdigest()[:16]
+        self.clone_dir = cache_dir / f"git-{key}"
+
+    @property
+    def _ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    def remote_head(self) -> str | None:
+        """The branch head upstream, by a cheap `git ls-remote`; None when the branch is absent."""
+
+        def ask() -> str | None:
+            result = _git(["ls-remote", "--", self.url, self._ref], timeout=120)
+            if result.returncode != 0:
+                raise unreachable(self.source, result.stderr.decode(errors="replace").strip() or "git ls-remote failed")
+            line = result.stdout.decode().strip()
+            return line.split()[0] if line else None
+
+        return with_retries(ask)
+
+    def sync(self) -> None:
+        """Clone into the cache once, fetch on later runs; a broken cache is cloned anew."""
+        if self.clone_dir.exists() and self._fetch():
+            return
+        self._fresh_clone()
+
+    def _fetch(self) -> bool:
+        def fetch() -> bool:
+            result = _git(["fetch", "--quiet", "--force", "--", self.url, f"+{self._ref}:{self._ref}"], self.clone_dir)
+            if result.returncode == 0:
+                return True
+            stderr = result.stderr.decode(errors="replace").strip()
+            if _git(["rev-parse", "--git-dir"], self.clone_dir).returncode != 0 or "corrupt" in stderr or "bad object" in stderr:
+                return False
+            raise unreachable(self.source, stderr or "git fetch failed")
+
+        if _git(["rev-parse", "--verify", "--quiet", self._ref], self.clone_dir).returncode != 0:
+            return False
+        fetched = with_retries(fetch)
+        return bool(fetched) and _git(["fsck", "--connectivity-only", "--no-dangling", self._ref], self.clone_dir).returncode == 0
+
+    def _fresh_clone(self) -> None:
+        self.clone_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.clone_dir.parent))
+
+        def clone() -> None:
+            shutil.rmtree(staging, ignore_errors=True)
+            result = _git(["clone", "--bare", "--quiet", "--single-branch", "--branch", self.branch, "--", self.url, str(staging)])
+            if result.returncode != 0:
+                raise unreachable(self.source, result.stderr.decode(errors="replace").strip() or "git clone failed")
+
+        try:
+            with_retries(clone)
+            # A bundle clone names the branch but may not keep it under refs/heads.
+            if _git(["rev-parse", "--verify", "--quiet", self._ref], staging).returncode != 0:
+                raise unreachable(self.source, f"branch {self.branch!r} not found")
+            shutil.rmtree(self.clone_dir, ignore_errors=True)
+            os.replace(staging, self.clone_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _matches(self, path: str) -> bool:
+        return fnmatch.fnmatchcase(path, self.file_glob)
+
+    def listing(self) -> Listing:
+        """Every commit on the branch (first parent, oldest first) that added or changed a matching file."""
+        head = _git_ok(["rev-parse", "--verify", self._ref], self.clone_dir).decode().strip()
+        log = _git_ok(
+            ["log", "--first-parent", "-m", "--reverse", "--no-renames", "--name-status", "-z",
+             "--format=%x1e%H%x1f%cI%x1f%s", self._ref],
+            self.clone_dir,
+        ).decode("utf-8", errors="replace")  # fmt: skip
+        snapshots: list[SnapshotRef] = []
+        for sequence, record in enumerate(r for r in log.split("\x1e") if r.strip()):
+            header, _, changes = record.partition("\x00")
+            commit, committed, subject = header.strip("\n").split("\x1f", 2)
+            fields = [f.strip("\n") for f in changes.split("\x00") if f.strip("\n")]
+            for status, path in zip(fields[::2], fields[1::2]):
+                if status[0] in "AM" and self._matches(path):
+                    snapshots.append(
+                        SnapshotRef(
+                            snapshot_id=f"{commit[:12]}/{PurePosixPath(path).name}",
+                            source=self.source,
+                            source_file=path,
+                            commit=commit,
+                            committed_at=datetime.fromisoformat(committed).astimezone(timezone.utc),
+                            subject=subject,
+                            sequence=sequence + 1,
+                        )
+                    )
+        tree = _git_ok(["ls-tree", "-r", "--name-only", "-z", self._ref], self.clone_dir).decode("utf-8", errors="replace")
+        files = tuple(sorted(p for p in tree.split("\x00") if p and self._matches(p)))
+        return Listing(head=head, snapshots=tuple(snapshots), files_at_head=files)
+
+    def read(self, ref: SnapshotRef) -> bytes:
+        return _git_ok(["cat-file", "blob", f"{ref.commit}:{ref.source_file}"], self.clone_dir)
+
+
+class CsvSource:
+    """A plain CSV file or http(s) URL: one snapshot per distinct content."""
+
+    def __init__(self, source: str, is_url: bool):
+        self.source = source
+        self.is_url = is_url
+        name = urllib.parse.urlparse(source).path if is_url else source
+        self.file_name = PurePosixPath(name).name or "benchmark.csv"
+        self._content: bytes | None = None
+
+    def remote_head(self) -> str | None:
+        return hashlib.sha256(self._fetch()).hexdigest()
+
+    def sync(self) -> None:
+        self._content = None
+        self._fetch()
+
+    def _fetch(self) -> bytes:
+        if self._content is None:
+            self._content = with_retries(self._download) if self.is_url else self._read_file()
+        return self._content
+
+    def _read_file(self) -> bytes:
+        try:
+            return Path(self.source).expanduser().read_bytes()
+        except OSError as exc:
+            raise unreachable(self.source, exc.strerror or str(exc)) from None
+
+    def _download(self) -> bytes:
+        try:
+            with urllib.request.urlopen(self.source, timeout=60) as response:  # noqa: S310 - scheme checked in classify
+                return response.read()
+        except (urllib.error.URLError, OSError) as exc:
+            raise unreachable(self.source, str(getattr(exc, "reason", exc))) from None
+
+    def listing(self) -> Listing:
+        sha = hashlib.sha256(self._fetch()).hexdigest()
+        ref = SnapshotRef(
+            snapshot_id=f"{sha[:12]}/{self.file_name}",
+            source=self.source,
+            source_file=self.file_name,
+            commit=None,
+            committed_at=None,
+            subject=None,
+            sequence=0,
+        )
+        return Listing(head=sha, snapshots=(ref,), files_at_head=(self.file_name,))
+
+    def read(self, ref: SnapshotRef) -> bytes:
+        return self._fetch()
+
+
+Source = GitSource | CsvSource
+
+
+def open_source(source: str, cache_dir: Path, branch: str, file_glob: str) -> Source:
+    kind = classify(source)
+    if kind == "git":
+        return GitSource(source, cache_dir, branch, file_glob)
+    return CsvSource(source, is_url=kind == "csv-url")

@@ -1,0 +1,125 @@
+"""Atomic writes to the warehouse folder.
+
+Every file is written under a temporary name and renamed into place. A set
+of tables that must change together is committed through a journal: the
+new files are written first, then the journal naming their renames, then
+the renames. `recover` rolls a journal forward, so a run killed at any
+point leaves either the old set or (on the next start) the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import polars as pl
+
+JOURNAL = "_journal.json"
+LOCK = ".writer.lock"
+TMP_MARK = ".tmp-"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    with open(path, "rb+") as handle:
+        os.fsync(handle.fileno())
+
+
+def temp_path(final: Path) -> Path:
+    return final.with_name(f".{final.name}{TMP_MARK}{secrets.token_hex(6)}")
+
+
+def write_bytes_atomic(final: Path, data: bytes) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(final)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, final)
+    fsync_dir(final.parent)
+
+
+def write_json_atomic(final: Path, value: object) -> None:
+    write_bytes_atomic(final, json.dumps(value, indent=2, sort_keys=True, default=str).encode())
+
+
+def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: Path) -> None:
+    if isinstance(frame, pl.LazyFrame):
+        frame.sink_parquet(path, compression="zstd", engine="streaming")
+    else:
+        frame.write_parquet(path, compression="zstd", statistics=True)
+    fsync_file(path)
+
+
+def commit_files(directory: Path, staged: dict[str, Path]) -> None:
+    """Rename each staged temp file onto its final name in `directory`, all or nothing."""
+    journal = directory / JOURNAL
+    write_json_atomic(journal, {"renames": [[str(tmp), str(directory / name)] for name, tmp in staged.items()]})
+    recover(directory)
+
+
+def commit_tables(directory: Path, frames: dict[str, pl.DataFrame | pl.LazyFrame]) -> None:
+    """Write `<name>.parquet` for every frame, then commit them together."""
+    directory.mkdir(parents=True, exist_ok=True)
+    staged: dict[str, Path] = {}
+    try:
+        for name, frame in frames.items():
+            tmp = temp_path(directory / f"{name}.parquet")
+            staged[f"{name}.parquet"] = tmp
+            write_parquet(frame, tmp)
+    except BaseException:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    commit_files(directory, staged)
+
+
+def recover(directory: Path) -> bool:
+    """Finish a committed journal and sweep stray temp files; True when a journal was rolled forward."""
+    journal = directory / JOURNAL
+    rolled = False
+    if journal.exists():
+        try:
+            renames = json.loads(journal.read_text())["renames"]
+        except (ValueError, KeyError):
+            renames = []  # a torn journal was never committed: its temp files are swept below
+        for tmp, final in renames:
+            if Path(tmp).exists():
+                os.replace(tmp, final)
+        fsync_dir(directory)
+        journal.unlink()
+        rolled = bool(renames)
+    if directory.exists():
+        for stray in directory.glob(f".*{TMP_MARK}*"):
+            if stray.is_dir():
+                shutil.rmtree(stray, ignore_errors=True)
+            else:
+                stray.unlink(missing_ok=True)
+    return rolled
+
+
+@contextlib.contextmanager
+def writer_lock(directory: Path) -> Iterator[None]:
+    """One writer at a time per warehouse, across processes; the OS drops it if the process dies."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / LOCK, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            recover(directory)
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -1,0 +1,107 @@
+"""The ingest steps end to end, without Dagster: sync the source, stage new snapshots, assemble tables."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pipelines.lib import ingest, store, tables
+from pipelines.lib.normalize import DistinctCache
+from pipelines.lib.source import Listing, SnapshotRef, Source, open_source
+
+LISTING = "_source.json"
+TABLE_NAMES = ("runs", "measurements", "environments", "protocols", "snapshots", "run_snapshots", "quarantine")
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    source: str
+    branch: str
+    file_glob: str
+    cache_dir: Path
+
+    def open(self) -> Source:
+        return open_source(self.source, self.cache_dir, self.branch, self.file_glob)
+
+
+@dataclass
+class StageReport:
+    listed: int
+    staged: list[str] = field(default_factory=list)
+    already: int = 0
+
+
+@dataclass
+class TablesReport:
+    rewritten: bool
+    row_counts: dict[str, int]
+
+
+def sync(warehouse: Path, settings: SourceSettings) -> Listing:
+    """Clone or fetch the source and record what it holds now in `_source.json`."""
+    source = settings.open()
+    source.sync()
+    listing = source.listing()
+    store.write_json_atomic(
+        warehouse / LISTING,
+        {
+            "source": settings.source,
+            "branch": settings.branch,
+            "head": listing.head,
+            "files_at_head": list(listing.files_at_head),
+            "snapshots": [asdict(ref) | {"committed_at": _iso(ref.committed_at)} for ref in listing.snapshots],
+        },
+    )
+    return listing
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def recorded_listing(warehouse: Path) -> Listing | None:
+    path = warehouse / LISTING
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text())
+    refs = tuple(
+        SnapshotRef(**(r | {"committed_at": datetime.fromisoformat(r["committed_at"]) if r["committed_at"] else None}))
+        for r in raw["snapshots"]
+    )
+    return Listing(head=raw["head"], snapshots=refs, files_at_head=tuple(raw["files_at_head"]))
+
+
+def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, progress=None) -> StageReport:
+    """Parse and normalize every listed snapshot not staged yet; the others are not read at all."""
+    report = StageReport(listed=len(listing.snapshots))
+    pending = [ref for ref in listing.snapshots if not ingest.is_staged(warehouse, ref.snapshot_id)]
+    report.already = report.listed - len(pending)
+    if not pending:
+        return report
+    source = settings.open()
+    cache = DistinctCache()
+    ingest_seq = ingest.next_ingest_seq(warehouse)
+    for index, ref in enumerate(pending, 1):
+        meta = ingest.stage_snapshot(warehouse, ref, source.read, cache, ingest_seq)
+        report.staged.append(meta.snapshot_id)
+        if progress:
+            progress(f"staged {index}/{len(pending)} {meta.snapshot_id}: {meta.accepted} accepted, {meta.quarantined} quarantined")
+    return report
+
+
+def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesReport:
+    """Assemble and commit all tables together, unless nothing they depend on changed."""
+    metas = ingest.staged_metas(warehouse)
+    print_ = tables.fingerprint(metas, files_at_head)
+    state_path = warehouse / tables.STATE
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    present = all((warehouse / f"{name}.parquet").exists() for name in TABLE_NAMES)
+    if present and state.get("fingerprint") == print_:
+        return TablesReport(rewritten=False, row_counts=state.get("row_counts", {}))
+    frames = tables.assemble(warehouse, files_at_head)
+    store.commit_tables(warehouse, frames)
+    counts = {name: frame.height for name, frame in frames.items()}
+    store.write_json_atomic(state_path, {"fingerprint": print_, "row_counts": counts})
+    return TablesReport(rewritten=True, row_counts=counts)

@@ -1,0 +1,55 @@
+-- Per sweep (kernel, pass, metric, GPU, x axis and every other workload
+-- parameter: runs.x_key and runs.sweep_digest) and provider against its
+-- baseline: the points of provider_comparisons (latest runs) paired by x value.
+-- A point whose baseline is another provider (huggingface missing there, so
+-- torch) counts in that baseline's row; points where the provider is its own
+-- baseline or has no baseline are left out.
+-- n_better / n_worse / n_ties: ratio > 1 / < 1 / = 1 at a point.
+-- sign_test_p: exact two-sided sign test over the points that are not ties
+-- (8 better of 8 gives 0.0078125); null when every point ties.
+-- x_values and ratios list the points in x order (numeric where x is).
+WITH points AS (
+    SELECT
+        provider_comparisons.*,
+        runs.x_key,
+        runs.x_value,
+        runs.sweep_digest,
+        runs.sweep_workload
+    FROM provider_comparisons
+    JOIN runs USING (run_id)
+    WHERE provider_comparisons.provider <> provider_comparisons.baseline_provider
+        AND provider_comparisons.ratio IS NOT NULL
+        AND runs.sweep_digest IS NOT NULL
+),
+
+sweeps AS (
+    SELECT
+        kernel,
+        pass,
+        metric,
+        gpu_name,
+        x_key,
+        sweep_digest,
+        any_value(sweep_workload) AS sweep_workload,
+        provider,
+        baseline_provider,
+        count(*) AS n_points,
+        count(*) FILTER (WHERE ratio > 1) AS n_better,
+        count(*) FILTER (WHERE ratio < 1) AS n_worse,
+        count(*) FILTER (WHERE ratio = 1) AS n_ties,
+        exp(avg(ln(ratio))) AS geomean_ratio,
+        min(ratio) AS min_ratio,
+        max(ratio) AS max_ratio,
+        list(x_value ORDER BY try_cast(x_value AS DOUBLE) NULLS LAST, x_value) AS x_values,
+        list(ratio ORDER BY try_cast(x_value AS DOUBLE) NULLS LAST, x_value) AS ratios
+    FROM points
+    GROUP BY kernel, pass, metric, gpu_name, x_key, sweep_digest, provider, baseline_provider
+)
+
+SELECT
+    * EXCLUDE (x_values, ratios),
+    sign_test_p(n_better, n_worse) AS sign_test_p,
+    x_values,
+    ratios
+FROM sweeps
+ORDER BY kernel, pass, metric, gpu_name, x_key, sweep_workload, provider, baseline_provider
