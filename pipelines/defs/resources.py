@@ -3,6 +3,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.lib import settings
+from pipelines.lib.warehouse import SourceSettings
 
 
 class Warehouse(dg.ConfigurableResource):
@@ -22,6 +23,9 @@ class Warehouse(dg.ConfigurableResource):
     @property
     def path(self) -> Path:
         return Path(self.warehouse_dir)
+
+    def source_settings(self) -> SourceSettings:
+        return SourceSettings(self.source, self.branch, self.file_glob, Path(self.cache_dir))
 
 
 def default_warehouse() -> Warehouse:

@@ -1,0 +1,32 @@
+"""Small Dagster helpers shared by the domains."""
+
+from __future__ import annotations
+
+import dagster as dg
+import polars as pl
+
+from pipelines.lib.checks import CheckOutcome
+from pipelines.lib.metadata import column_types, markdown_preview
+
+
+def table_schema(schema: pl.Schema) -> dg.TableSchema:
+    return dg.TableSchema(columns=[dg.TableColumn(name, dtype) for name, dtype in column_types(schema)])
+
+
+def table_metadata(frame: pl.DataFrame, schema: pl.Schema, preview_columns: list[str] | None = None) -> dict:
+    return {
+        "dagster/row_count": dg.MetadataValue.int(frame.height),
+        "dagster/column_schema": table_schema(schema),
+        "preview": dg.MetadataValue.md(markdown_preview(frame, preview_columns)),
+    }
+
+
+def check_result(outcome: CheckOutcome, asset_key: str, check_name: str, severity=dg.AssetCheckSeverity.ERROR) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        asset_key=asset_key,
+        check_name=check_name,
+        passed=outcome.passed,
+        severity=severity,
+        description=outcome.description,
+        metadata={k: dg.MetadataValue.json(v) for k, v in outcome.details.items()},
+    )

@@ -1,0 +1,48 @@
+import dagster as dg
+
+from pipelines.defs.resources import Warehouse
+from pipelines.lib import store
+from pipelines.lib.warehouse import recorded_listing, stage_new, sync
+
+# Network steps retry with backoff inside the source (pipelines.lib.source.with_retries).
+@dg.asset(group_name="source", kinds={"git"})
+def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+    """The upstream benchmark data: the git repository (cloned once into the cache, fetched on every
+    run) or the CSV file or URL that `LIGER_SOURCE` names, listed as one snapshot per
+    (commit, file) that changed a `benchmark/data/all_benchmark_data*.csv` file."""
+    with store.writer_lock(warehouse.path):
+        listing = sync(warehouse.path, warehouse.source_settings())
+    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots")
+    return dg.MaterializeResult(
+        metadata={
+            "source": warehouse.source,
+            "head": listing.head or "",
+            "snapshots_listed": len(listing.snapshots),
+            "files_at_head": dg.MetadataValue.json(list(listing.files_at_head)),
+        },
+        data_version=dg.DataVersion(listing.head or "empty"),
+    )
+
+
+@dg.asset(group_name="source", deps=[upstream_source], kinds={"polars", "parquet"})
+def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+    """Every listed snapshot parsed and normalized once, into `WAREHOUSE_DIR/_staging/`. Snapshots
+    staged by an earlier run are not read again, so a run with nothing new parses nothing."""
+    listing = recorded_listing(warehouse.path)
+    if listing is None:
+        raise dg.Failure("no source listing: materialize upstream_source first")
+    with store.writer_lock(warehouse.path):
+        report = stage_new(warehouse.path, warehouse.source_settings(), listing, progress=context.log.info)
+    summary = (
+        f"parsed {len(report.staged)} new snapshot(s)" if report.staged else "nothing new upstream: parsed nothing"
+    )
+    context.log.info(summary)
+    return dg.MaterializeResult(
+        metadata={
+            "summary": summary,
+            "snapshots_listed": report.listed,
+            "snapshots_parsed": len(report.staged),
+            "snapshots_already_staged": report.already,
+            "parsed": dg.MetadataValue.json(report.staged),
+        }
+    )

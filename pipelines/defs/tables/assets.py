@@ -1,0 +1,57 @@
+import dagster as dg
+import polars as pl
+
+from pipelines.defs.common import check_result, table_metadata
+from pipelines.defs.resources import Warehouse
+from pipelines.lib import checks, schemas, store
+from pipelines.lib.warehouse import TABLE_NAMES, build_tables, recorded_listing
+
+DESCRIPTIONS = {
+    "runs": "One row per distinct run (upstream key + timestamp), with its workload, digests, "
+    "canonical median and provenance (first and last snapshot, whether it is in the newest one).",
+    "measurements": "p20, p50 and p80 of every passed run, in canonical units (ns, bytes) beside the raw ones.",
+    "environments": "One row per GPU: vendor, product, form factor and architecture from the GPU catalog.",
+    "protocols": "One row per (metric, pass): how upstream's harness timed or measured it.",
+    "snapshots": "One row per (commit, file) version read, with its row accounting (SPEC section 5).",
+    "run_snapshots": "Which run each row of each snapshot is, by its 1-based row number.",
+    "quarantine": "Rows that could not be accepted, verbatim, with a reason a person can act on.",
+}
+PREVIEW = {
+    "runs": ["run_id", "title", "value", "unit", "in_latest"],
+    "snapshots": ["snapshot_id", "committed_at", "row_count", "accepted", "quarantined"],
+    "quarantine": ["snapshot_id", "row_number", "reason"],
+}
+CHECKS = [
+    ("runs", "run_id_unique", checks.run_ids_unique, dg.AssetCheckSeverity.ERROR),
+    ("runs", "references_exist", checks.references_exist, dg.AssetCheckSeverity.ERROR),
+    ("measurements", "quantiles_ordered", checks.quantiles_ordered, dg.AssetCheckSeverity.ERROR),
+    ("snapshots", "every_row_accounted", checks.snapshot_accounting, dg.AssetCheckSeverity.ERROR),
+    ("environments", "catalogs_cover_data", checks.catalog_coverage, dg.AssetCheckSeverity.WARN),
+]
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(name, description=DESCRIPTIONS[name], group_name="tables", deps=["raw_snapshots"], kinds={"parquet"})
+        for name in TABLE_NAMES
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(check, asset=asset, blocking=severity == dg.AssetCheckSeverity.ERROR)
+        for asset, check, _, severity in CHECKS
+    ],
+    can_subset=False,
+)
+def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
+    """Assemble all tables from the staged snapshots and commit them together (all or nothing)."""
+    listing = recorded_listing(warehouse.path)
+    files_at_head = list(listing.files_at_head) if listing else None
+    with store.writer_lock(warehouse.path):
+        report = build_tables(warehouse.path, files_at_head)
+    context.log.info("tables rewritten" if report.rewritten else "nothing changed: no table rewritten")
+    for name in TABLE_NAMES:
+        frame = pl.read_parquet(warehouse.path / f"{name}.parquet")
+        metadata = table_metadata(frame, schemas.TABLES[name], PREVIEW.get(name))
+        metadata["rewritten"] = dg.MetadataValue.bool(report.rewritten)
+        yield dg.MaterializeResult(asset_key=name, metadata=metadata)
+    for asset, check, function, severity in CHECKS:
+        yield check_result(function(warehouse.path), asset, check, severity)

@@ -1,0 +1,33 @@
+"""Run every asset in-process with the Dagster instance of DAGSTER_HOME, printing progress."""
+
+from __future__ import annotations
+
+import sys
+
+import dagster as dg
+
+
+def materialize_all() -> int:
+    from pipelines.definitions import defs
+
+    definitions = defs()
+    job = definitions.resolve_implicit_global_asset_job_def()
+    with dg.DagsterInstance.get() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False)
+    if result.success:
+        print(f"materialized every asset (run {result.run_id})")
+        return 0
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            print(f"failed: {event.step_key}: {_first_line(event.step_failure_data.error)}", file=sys.stderr)
+            break
+    else:
+        print(f"the run {result.run_id} failed", file=sys.stderr)
+    return 1
+
+
+def _first_line(error) -> str:
+    # A SourceError carries one actionable line; deeper causes are in the Dagster logs.
+    while error.cause is not None and error.cls_name not in ("SourceError", "Failure"):
+        error = error.cause
+    return error.message.strip().splitlines()[-1] if error.message else error.cls_name

@@ -1,0 +1,233 @@
+"""The warehouse's DuckDB file: the Parquet tables plus the statistics of SPEC section 6.
+
+The statistics are SQL files in `sql/` at the project root; this module only
+runs them. The database is built in a temporary file beside
+`warehouse.duckdb` and swapped in with `os.replace`, so a reader never sees
+half a database, and readers, which attach the file read-only, never block a
+build (they hold the old file, the build writes a new one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from pipelines.lib import schemas, settings
+
+DATABASE_NAME = "warehouse.duckdb"
+SQL_DIR = settings.PROJECT_ROOT / "sql"
+
+TABLES: tuple[str, ...] = tuple(schemas.TABLES)
+# In dependency order: each statistic reads only tables and the statistics before it.
+STATISTICS: tuple[str, ...] = (
+    "run_noise",
+    "provider_comparisons",
+    "comparable_groups",
+    "kernel_scorecard",
+    "sweep_comparisons",
+    "version_changes",
+)
+# Each check file returns the offending rows, with the table they concern in `table_name`.
+CHECKS: dict[str, tuple[str, ...]] = {
+    "group_runs_consistent": ("comparable_groups",),
+    "ratios_positive_finite": (
+        "comparable_groups",
+        "provider_comparisons",
+        "kernel_scorecard",
+        "sweep_comparisons",
+        "version_changes",
+    ),
+    "scorecard_counts_add_up": ("kernel_scorecard",),
+}
+
+
+class WarehouseMissing(FileNotFoundError):
+    """The database (or a Parquet table it is built from) does not exist yet."""
+
+
+@dataclass(frozen=True)
+class Result:
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    check: str
+    table: str
+    failures: list[dict[str, Any]]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def database_path(warehouse_dir: Path) -> Path:
+    return Path(warehouse_dir) / DATABASE_NAME
+
+
+def sql_text(name: str) -> str:
+    """The SQL of `sql/<name>.sql`; `name` may hold a subfolder (`checks/...`)."""
+    return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def sql_description(name: str) -> str:
+    """The comment block that opens `sql/<name>.sql`, as prose."""
+    lines = []
+    for line in sql_text(name).splitlines():
+        if not line.startswith("--"):
+            break
+        lines.append(line.removeprefix("--").strip())
+    return "\n".join(lines)
+
+
+def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, int]:
+    """Build warehouse.duckdb from the Parquet tables; return the row count of every table made."""
+    target = database_path(warehouse_dir)
+    # Unique per build, so two builds never write the same file; the last rename wins.
+    temporary = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+    try:
+        with duckdb.connect(str(temporary)) as con:
+            _load_tables(con, Path(warehouse_dir))
+            _create_statistics(con, baselines)
+            counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
+            con.execute("CHECKPOINT")
+        _fsync(temporary)
+        os.replace(temporary, target)
+        _fsync(target.parent)
+    finally:
+        for leftover in (temporary, temporary.with_name(temporary.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+    return counts
+
+
+def _parquet_source(warehouse_dir: Path, table: str) -> str:
+    file = warehouse_dir / f"{table}.parquet"
+    if file.is_file():
+        return str(file)
+    folder = warehouse_dir / table
+    if folder.is_dir():
+        return str(folder / "**" / "*.parquet")
+    raise WarehouseMissing(f"{file} (or a folder {folder}/) does not exist: materialize the {table} table first")
+
+
+def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
+    # Copied in rather than viewed, so the file is self-contained and readers
+    # never see Parquet that a later run rewrote under them.
+    for table in TABLES:
+        con.execute(
+            f'CREATE TABLE "{table}" AS SELECT * FROM read_parquet(?, union_by_name = true)',
+            [_parquet_source(warehouse_dir, table)],
+        )
+
+
+def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str]) -> None:
+    con.execute(sql_text("macros"))
+    # A bound parameter, never spliced into SQL text; the statistics read getvariable('baselines').
+    con.execute("SET VARIABLE baselines = ?::VARCHAR[]", [list(baselines)])
+    for name in STATISTICS:
+        con.execute(f'CREATE TABLE "{name}" AS\n{sql_text(name)}')
+
+
+def _row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    (count,) = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()
+    return int(count)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def open_readonly(warehouse_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to warehouse.duckdb that can only read, closed on exit.
+
+    The file is ATTACHed to a fresh in-memory database rather than opened with
+    `duckdb.connect(path)`: connect() reuses an instance already open on that
+    path in this process, which after a rebuild is the old, replaced file.
+    """
+    path = database_path(warehouse_dir)
+    if not path.is_file():
+        raise WarehouseMissing(f"{path} does not exist yet: materialize the statistics assets first")
+    with duckdb.connect() as con:
+        con.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(path)])
+        con.execute("USE warehouse")
+        yield con
+
+
+def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
+    """Run one read-only query on warehouse.duckdb."""
+    with open_readonly(warehouse_dir) as con:
+        cursor = con.execute(sql, params) if params is not None else con.execute(sql)
+        description = cursor.description or []
+        return Result(
+            columns=[column[0] for column in description],
+            types=[str(column[1]) for column in description],
+            rows=cursor.fetchall(),
+        )
+
+
+def describe(warehouse_dir: Path, table: str) -> list[tuple[str, str]]:
+    """(column, DuckDB type) of a table in warehouse.duckdb."""
+    result = query(warehouse_dir, f'SELECT * FROM "{table}" LIMIT 0')
+    return list(zip(result.columns, result.types, strict=True))
+
+
+def preview(warehouse_dir: Path, table: str, n: int = 5) -> Result:
+    """The most telling rows of a statistic (`sql/previews/<table>.sql`): its biggest wins and regressions."""
+    return query(warehouse_dir, sql_text(f"previews/{table}"), {"n": n})
+
+
+def run_checks(warehouse_dir: Path) -> list[CheckOutcome]:
+    """Every check of `CHECKS`, once per table it covers."""
+    outcomes = []
+    for check, tables in CHECKS.items():
+        failures = query(warehouse_dir, sql_text(f"checks/{check}")).records()
+        for table in tables:
+            mine = [row for row in failures if row["table_name"] == table]
+            outcomes.append(CheckOutcome(check=check, table=table, failures=mine))
+    return outcomes
+
+
+def compare(
+    warehouse_dir: Path,
+    kernel: str,
+    gpu: str,
+    pass_: str | None = None,
+    metric: str | None = None,
+    providers: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Per workload, each provider's latest run in ms or MiB with its ratio to the baseline."""
+    params = {
+        "kernel": kernel,
+        "gpu": gpu,
+        "pass": pass_,
+        "metric": metric,
+        "providers": list(providers) if providers else None,
+    }
+    return query(warehouse_dir, sql_text("queries/compare"), params).records()
+
+
+def gpus_for_kernel(warehouse_dir: Path, kernel: str) -> list[str]:
+    """The GPUs with a comparison for this kernel, to suggest when compare finds nothing."""
+    result = query(
+        warehouse_dir,
+        "SELECT DISTINCT gpu_name FROM provider_comparisons WHERE kernel = ? ORDER BY gpu_name",
+        [kernel],
+    )
+    return [row[0] for row in result.rows]
