@@ -129,14 +129,14 @@ def _reasons() -> pl.Expr:
         for c in Y_COLUMNS.values()
     ]
     parts = [
-        pl.col(PARSE_ERROR),
         pl.when(empty != "").then(pl.format("required field(s) empty: {}", empty)),
         pl.when(bad_time).then(pl.format("timestamp {} is not in the form YYYY-MM-DD HH:MM:SS", pl.col("timestamp").str.slice(0, 40))),
         *y_reasons,
         pl.col("_config_error"),
     ]
     reason = pl.concat_str(parts, separator="; ", ignore_nulls=True)
-    return pl.when(reason != "").then(reason).alias("_reason")
+    # A row that could not be split into fields has no field worth judging.
+    return pl.coalesce(pl.col(PARSE_ERROR), pl.when(reason != "").then(reason)).alias("_reason")
 
 
 def raw_line(fields: tuple, raw: str | None) -> str:

@@ -1,0 +1,155 @@
+"""Normalization of rows into runs, measurements and quarantine (SPEC sections 2, 4 and 5),
+on small CSVs written here and staged as snapshots."""
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import HEADER, liger_csv, liger_row
+
+from pipelines.lib import ingest, tables
+from pipelines.lib.normalize import DistinctCache
+from pipelines.lib.source import SnapshotRef
+
+
+def ingest_texts(warehouse: Path, versions: list[tuple[str, str]], file_name: str = "data.csv") -> dict[str, pl.DataFrame]:
+    """Stage each (commit, csv text) as a snapshot of one file, oldest first, then assemble."""
+    cache = DistinctCache()
+    for sequence, (commit, text) in enumerate(versions, 1):
+        ref = SnapshotRef(f"{commit}/{file_name}", "test", f"benchmark/data/{file_name}", commit,
+                          datetime(2025, 1, sequence, tzinfo=timezone.utc), "subject", sequence)  # fmt: skip
+        ingest.stage_snapshot(warehouse, ref, lambda _ref, t=text: t.encode(), cache, ingest_seq=1)
+    return tables.assemble(warehouse, files_at_head=None)
+
+
+def one(warehouse: Path, *rows: str) -> dict[str, pl.DataFrame]:
+    return ingest_texts(warehouse, [("c1", liger_csv(*rows))])
+
+
+def test_speed_run_in_nanoseconds_with_raw_numbers_kept(tmp_path):
+    t = one(tmp_path, liger_row(y50="0.5324159860610962", y20="0.5291008353233337", y80="0.53476482629776"))
+    run = t["runs"].row(0, named=True)
+    assert (run["value"], run["p20"], run["p80"], run["unit"]) == (532416.0, 529101.0, 534765.0, "ns")
+    assert run["raw_p50"] == 0.5324159860610962 and run["raw_unit"] == "ms"
+    m = t["measurements"].sort("statistic")
+    assert m["statistic"].to_list() == ["p20", "p50", "p80"]
+    assert m["metric"].unique().to_list() == ["latency"]
+    assert m["value"].to_list() == [529101.0, 532416.0, 534765.0]
+    assert m["raw_value"].to_list() == [0.5291008353233337, 0.5324159860610962, 0.53476482629776]
+
+
+def test_memory_run_in_bytes_from_mib(tmp_path):
+    t = one(tmp_path, liger_row(metric="memory", unit="MB", y50="1.5", y20="1.25", y80="2"))
+    run = t["runs"].row(0, named=True)
+    assert (run["value"], run["p20"], run["p80"], run["unit"]) == (1.5 * 2**20, 1.25 * 2**20, 2 * 2**20, "bytes")
+    assert run["benchmark"] == "rms_norm/forward/memory"
+    assert run["title"] == "RMSNorm · liger · forward · peak memory"
+    assert set(t["measurements"]["metric"]) == {"peak_memory"}
+
+
+def test_unknown_metric_keeps_raw_value_and_unit(tmp_path):
+    t = one(tmp_path, liger_row(metric="throughput", unit="tokens/s", y50="123.5", y20="120", y80="130"))
+    run = t["runs"].row(0, named=True)
+    assert (run["value"], run["unit"], run["metric"]) == (123.5, "tokens/s", "throughput")
+    assert set(t["measurements"]["metric"]) == {"throughput"}
+    assert t["protocols"]["name"].to_list() == ["liger-bench-throughput-forward"]
+
+
+@pytest.mark.parametrize("missing", ["nan", "", "NaN"])
+def test_missing_median_is_a_failed_run_without_measurements(tmp_path, missing):
+    t = one(tmp_path, liger_row(y50=missing, y20=missing, y80=missing))
+    run = t["runs"].row(0, named=True)
+    assert run["status"] == "failed" and run["value"] is None and run["raw_p50"] is None
+    assert run["raw_y_value_50"] == missing
+    assert t["measurements"].is_empty()
+    assert t["quarantine"].is_empty()
+
+
+def test_quarantine_reasons(tmp_path):
+    rows = [
+        liger_row(config="[1, 2]"),
+        liger_row(config="{not json"),
+        liger_row(kernel="", x_value="2048"),
+        liger_row(y20="fast", x_value="4096"),
+        liger_row(y80="inf", x_value="8192"),
+        liger_row(timestamp="14/11/2024 16:56", x_value="16384"),
+        liger_row(x_value="32768"),
+    ]
+    t = one(tmp_path, *rows)
+    reasons = t["quarantine"].sort("row_number")["reason"].to_list()
+    assert "JSON list, not an object" in reasons[0]
+    assert "not valid JSON" in reasons[1]
+    assert reasons[2] == "required field(s) empty: kernel_name"
+    assert reasons[3] == "y_value_20 fast is neither a number nor missing"
+    assert reasons[4] == "y_value_80 inf is neither a number nor missing"
+    assert "timestamp 14/11/2024 16:56 is not in the form YYYY-MM-DD HH:MM:SS" == reasons[5]
+    assert t["quarantine"]["row_number"].to_list() == [1, 2, 3, 4, 5, 6]
+    assert t["quarantine"]["raw"][3] == rows[3]
+    assert t["runs"].height == 1
+    snap = t["snapshots"].row(0, named=True)
+    assert (snap["row_count"], snap["accepted"], snap["quarantined"]) == (7, 1, 6)
+
+
+def test_wrong_field_count_is_quarantined_with_its_text(tmp_path):
+    text = HEADER + "\n" + liger_row() + "\nrms_norm,liger,forward\n" + liger_row(x_value="2048") + "\n"
+    t = ingest_texts(tmp_path, [("c1", text)])
+    q = t["quarantine"].row(0, named=True)
+    assert (q["row_number"], q["raw"]) == (2, "rms_norm,liger,forward")
+    assert q["reason"] == "the row has 3 fields where the header has 15"
+    assert t["run_snapshots"].sort("row_number")["row_number"].to_list() == [1, 3]
+
+
+def test_header_missing_a_required_column_rejects_the_snapshot(tmp_path):
+    text = HEADER.replace("gpu_name", "device") + "\n" + liger_row() + "\n"
+    t = ingest_texts(tmp_path, [("c1", text)])
+    snap = t["snapshots"].row(0, named=True)
+    assert snap["status"] == "rejected" and "gpu_name" in snap["reason"]
+    assert (snap["row_count"], snap["accepted"], snap["quarantined"]) == (1, 0, 1)
+    assert t["quarantine"]["reason"][0] == snap["reason"]
+
+
+def test_extra_and_reordered_columns_are_kept(tmp_path):
+    columns = HEADER.split(",")
+    reordered = list(reversed(columns)) + ["cuda_version"]
+    values = dict(zip(columns, liger_row(config="{}").split(",")))
+    line = ",".join(values[c] if c in values else "12.4" for c in reordered)
+    t = ingest_texts(tmp_path, [("c1", ",".join(reordered) + "\n" + line + "\n")])
+    run = t["runs"].row(0, named=True)
+    assert run["extra_columns"] == '{"cuda_version":"12.4"}'
+    assert run["kernel"] == "rms_norm" and run["value"] == 500000.0
+
+
+def test_a_run_seen_in_many_snapshots_is_one_run_with_provenance(tmp_path):
+    old = liger_row(timestamp="2025-01-01 10:00:00")
+    rerun = liger_row(timestamp="2025-02-01 10:00:00", y50="0.4")
+    other = liger_row(x_value="2048")
+    t = ingest_texts(tmp_path, [("c1", liger_csv(old, other)), ("c2", liger_csv(rerun, other)), ("c3", liger_csv(rerun, other))])
+    runs = t["runs"].sort("observed_at", "x_value")
+    assert runs.height == 3
+    by_x_time = {(r["x_value"], r["raw_timestamp"]): r for r in runs.iter_rows(named=True)}
+    first = by_x_time[("1024", "2025-01-01 10:00:00")]
+    assert (first["first_seen_snapshot"], first["last_seen_snapshot"], first["in_latest"]) == ("c1/data.csv", "c1/data.csv", False)
+    second = by_x_time[("1024", "2025-02-01 10:00:00")]
+    assert (second["first_seen_snapshot"], second["last_seen_snapshot"], second["in_latest"]) == ("c2/data.csv", "c3/data.csv", True)
+    shared = by_x_time[("2048", "2025-01-01 10:00:00")]
+    assert (shared["first_seen_snapshot"], shared["last_seen_snapshot"], shared["in_latest"]) == ("c1/data.csv", "c3/data.csv", True)
+    assert t["run_snapshots"].height == 6
+
+
+def test_x_override_and_digests_make_the_group(tmp_path):
+    a = liger_row(provider="liger", config='{"H": 512, "M": 8}', x_value="1024")
+    b = liger_row(provider="huggingface", config='{"M": 8, "H": 4}', x_value="1024")
+    t = one(tmp_path, a, b)
+    runs = t["runs"]
+    assert runs["workload"].unique().to_list() == ['{"M":8,"hidden":1024}']
+    assert runs["group_id"].n_unique() == 1 and runs["implementation_digest"].n_unique() == 2
+
+
+def test_unknown_gpu_and_kernel_get_fallbacks(tmp_path):
+    t = one(tmp_path, liger_row(kernel="fancy_new_op", gpu="AMD Instinct MI300X"))
+    run = t["runs"].row(0, named=True)
+    assert run["kernel_title"] == "Fancy new op"
+    env = t["environments"].row(0, named=True)
+    assert (env["vendor"], env["product"], env["known"], env["architecture"]) == ("amd", "AMD Instinct MI300X", False, None)
+    assert env["title"] == "Liger benchmark host · Instinct MI300X"
