@@ -56,6 +56,8 @@ class Listing:
 
 
 def unreachable(source: str, detail: str) -> SourceError:
+    # git explains itself over several lines; the first one names the problem.
+    detail = next((line.strip() for line in detail.splitlines() if line.strip()), "no answer")
     return SourceError(
         f"cannot read the Liger benchmark source {source!r} ({detail}); "
         "set LIGER_SOURCE to a reachable git URL, local clone, git bundle, CSV file or http(s) CSV URL"

@@ -1,0 +1,147 @@
+"""The sources: a git repository made here (clone, fetch, history), plain CSV files, refusals."""
+
+import http.server
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import FILE_GLOB, git, liger_csv, liger_row
+
+from pipelines.lib.source import CsvSource, GitSource, SourceError, classify, open_source
+
+DATA = "benchmark/data/all_benchmark_data.csv"
+
+
+def test_git_source_lists_every_commit_that_changed_a_data_file(upstream_repo, tmp_path):
+    c1 = upstream_repo.commit({DATA: liger_csv(liger_row())}, "first", date="2025-01-01T00:00:00+00:00")
+    upstream_repo.commit({"README.md": "docs"}, "docs only", date="2025-01-02T00:00:00+00:00")
+    c3 = upstream_repo.commit(
+        {DATA: liger_csv(liger_row(), liger_row(x_value="2048")), "benchmark/data/all_benchmark_data_cutile.csv": liger_csv(liger_row())},
+        "second",
+        date="2025-01-03T00:00:00+00:00",
+    )
+    source = open_source(str(upstream_repo.path), tmp_path / "cache", "main", FILE_GLOB)
+    assert isinstance(source, GitSource)
+    source.sync()
+    listing = source.listing()
+    assert listing.head == c3
+    assert [(s.commit, s.source_file, s.sequence) for s in listing.snapshots] == [
+        (c1, DATA, 1),
+        (c3, DATA, 3),
+        (c3, "benchmark/data/all_benchmark_data_cutile.csv", 3),
+    ]
+    assert listing.snapshots[0].snapshot_id == f"{c1[:12]}/all_benchmark_data.csv"
+    assert listing.snapshots[0].subject == "first"
+    assert source.read(listing.snapshots[1]).decode().count("\n") == 3
+    assert len(listing.files_at_head) == 2
+
+
+def test_git_source_fetches_new_commits_into_its_cache(upstream_repo, tmp_path):
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "first")
+    source = open_source(str(upstream_repo.path), tmp_path / "cache", "main", FILE_GLOB)
+    source.sync()
+    clone = source.clone_dir
+    assert len(source.listing().snapshots) == 1
+    new_head = upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(x_value="8"))}, "second")
+    assert source.remote_head() == new_head
+    source.sync()
+    assert source.clone_dir == clone and len(source.listing().snapshots) == 2
+
+
+def test_a_corrupt_cache_is_cloned_anew(upstream_repo, tmp_path):
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "first")
+    source = open_source(str(upstream_repo.path), tmp_path / "cache", "main", FILE_GLOB)
+    source.sync()
+    (source.clone_dir / "HEAD").write_text("garbage")
+    for ref in (source.clone_dir / "refs" / "heads").iterdir():
+        ref.write_text("0" * 40 + "\n")
+    source.sync()
+    assert len(source.listing().snapshots) == 1
+
+
+def test_deleted_file_is_not_at_head(upstream_repo, tmp_path):
+    upstream_repo.commit({DATA: liger_csv(liger_row()), "benchmark/data/all_benchmark_data_x.csv": liger_csv(liger_row())}, "two")
+    git(upstream_repo.path, "rm", "--quiet", "benchmark/data/all_benchmark_data_x.csv")
+    git(upstream_repo.path, "commit", "--quiet", "-m", "drop x")
+    source = open_source(str(upstream_repo.path), tmp_path / "cache", "main", FILE_GLOB)
+    source.sync()
+    listing = source.listing()
+    assert len(listing.snapshots) == 2 and listing.files_at_head == (DATA,)
+
+
+def test_unreachable_git_source_is_one_clear_line(tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    source = GitSource("file:///nonexistent/liger.git", tmp_path / "cache", "main", FILE_GLOB)
+    with pytest.raises(SourceError) as raised:
+        source.sync()
+    message = str(raised.value)
+    assert "file:///nonexistent/liger.git" in message and "LIGER_SOURCE" in message and "\n" not in message
+
+
+def test_plain_csv_file_is_one_snapshot_per_content(tmp_path):
+    path = tmp_path / "bench.csv"
+    path.write_text(liger_csv(liger_row()))
+    source = open_source(str(path), tmp_path / "cache", "main", FILE_GLOB)
+    assert isinstance(source, CsvSource)
+    first = source.listing().snapshots[0]
+    path.write_text(liger_csv(liger_row(), liger_row(x_value="9")))
+    source.sync()
+    second = source.listing().snapshots[0]
+    assert first.snapshot_id != second.snapshot_id and first.commit is None
+    assert second.snapshot_id.endswith("/bench.csv")
+
+
+def test_csv_over_http(tmp_path):
+    (tmp_path / "all.csv").write_text(liger_csv(liger_row()))
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(tmp_path), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/all.csv"
+        source = open_source(url, tmp_path / "cache", "main", FILE_GLOB)
+        assert isinstance(source, CsvSource)
+        listing = source.listing()
+        assert source.read(listing.snapshots[0]).startswith(b"kernel_name,")
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        ("https://github.com/linkedin/Liger-Kernel.git", "git"),
+        ("ssh://git@example.invalid/x.git", "git"),
+        ("git@example.invalid:org/x.git", "git"),
+        ("file:///tmp/x", "git"),
+        ("https://example.invalid/data/all.csv", "csv-url"),
+    ],
+)
+def test_accepted_sources(source, kind):
+    assert classify(source) == kind
+
+
+@pytest.mark.parametrize("source", ["ext::sh -c touch% /tmp/pwned", "fd::3", "ftp://example.invalid/a.csv", "--upload-pack=touch /tmp/x", ""])
+def test_refused_sources(source):
+    with pytest.raises(SourceError):
+        classify(source)
+
+
+def test_local_paths(tmp_path):
+    csv_path = tmp_path / "a.csv"
+    csv_path.write_text("x")
+    assert classify(str(csv_path)) == "csv-file"
+    assert classify(str(tmp_path)) == "git"
+    with pytest.raises(SourceError, match="no such file"):
+        classify(str(tmp_path / "missing"))
+
+
+def test_bundle_is_a_git_source(real_bundle: Path):
+    assert classify(str(real_bundle)) == "git"
