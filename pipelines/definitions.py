@@ -5,4 +5,4 @@ import dagster as dg
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    return dg.load_from_defs_folder(project_root=Path(__file__).resolve().parent.parent)
+    return dg.load_from_defs_folder(path_within_project=Path(__file__).resolve().parent)

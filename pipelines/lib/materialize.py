@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import dagster as dg
@@ -30,4 +31,7 @@ def _first_line(error) -> str:
     # A SourceError carries one actionable line; deeper causes are in the Dagster logs.
     while error.cause is not None and error.cls_name not in ("SourceError", "Failure"):
         error = error.cause
-    return error.message.strip().splitlines()[-1] if error.message else error.cls_name
+    if not error.message:
+        return error.cls_name
+    line = error.message.strip().splitlines()[-1]
+    return re.sub(rf"^[\w.]*{re.escape(error.cls_name)}: ", "", line)

@@ -1,0 +1,122 @@
+"""All assets materialized in-process on a git repository made here, and the CLI around it."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import dagster as dg
+import polars as pl
+import pytest
+from conftest import liger_csv, liger_row
+
+from pipelines.lib import settings
+
+DATA = "benchmark/data/all_benchmark_data.csv"
+
+
+def load_defs(monkeypatch, warehouse, source, cache) -> dg.Definitions:
+    monkeypatch.setenv("WAREHOUSE_DIR", str(warehouse))
+    monkeypatch.setenv("LIGER_SOURCE", str(source))
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(cache))
+    from pipelines.definitions import defs
+
+    return defs()
+
+
+def materialize_everything(definitions: dg.Definitions) -> dg.ExecuteInProcessResult:
+    job = definitions.resolve_implicit_global_asset_job_def()
+    return job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
+
+
+def metadata_of(result: dg.ExecuteInProcessResult, key: str) -> dict:
+    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(key)]
+    return event.materialization.metadata
+
+
+def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monkeypatch):
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
+    upstream_repo.commit(
+        {DATA: liger_csv(liger_row(timestamp="2025-02-01 00:00:00", y50="0.45"), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))},
+        "two",
+    )
+    warehouse = tmp_path / "warehouse"
+    definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, tmp_path / "cache")
+    result = materialize_everything(definitions)
+    assert result.success
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    expected = {"upstream_source", "raw_snapshots", "runs", "measurements", "environments", "protocols",
+                "snapshots", "run_snapshots", "quarantine", "resource_documents"}  # fmt: skip
+    assert expected <= materialized
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+    assert metadata_of(result, "runs")["dagster/row_count"].value == 3
+    assert metadata_of(result, "raw_snapshots")["snapshots_parsed"].value == 2
+    runs = pl.read_parquet(warehouse / "runs.parquet")
+    assert runs.height == 3 and runs["in_latest"].sum() == 2
+    assert (warehouse / "exports" / "runs.ndjson").read_text().count("\n") == 3
+
+    again = materialize_everything(definitions)
+    assert again.success
+    assert metadata_of(again, "raw_snapshots")["snapshots_parsed"].value == 0
+    assert metadata_of(again, "runs")["rewritten"].value is False
+
+
+def test_every_asset_has_a_description_group_and_kind(monkeypatch, tmp_path):
+    definitions = load_defs(monkeypatch, tmp_path / "w", tmp_path, tmp_path / "c")
+    graph = definitions.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.description, key
+        assert node.group_name in {"source", "tables", "statistics", "exports"}, key
+
+
+def test_definitions_validate():
+    result = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "pipelines.definitions"],
+        cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def run_cli(args, env_extra, cwd, timeout=300):
+    env = {**os.environ, **env_extra}
+    return subprocess.run([sys.executable, "-m", "pipelines", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def dagster_home(tmp_path):
+    home = tmp_path / "dagster-home"
+    home.mkdir()
+    shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    return home
+
+
+def test_cli_unreachable_source_fails_with_one_clear_line(tmp_path, dagster_home):
+    result = run_cli(
+        ["materialize"],
+        {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
+         "LIGER_SOURCE": "file:///nonexistent/liger.git"},
+        tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("failed: upstream_source: cannot read the Liger benchmark source 'file:///nonexistent/liger.git'")
+    assert "LIGER_SOURCE" in last
+
+
+def test_cli_materialize_then_show_run(upstream_repo, tmp_path, dagster_home):
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    env = {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
+           "LIGER_SOURCE": str(upstream_repo.path)}  # fmt: skip
+    result = run_cli(["materialize"], env, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "materialized every asset" in result.stdout
+    assert (dagster_home / "data" / "dagster" / "storage").is_dir()
+    run_id = pl.read_parquet(tmp_path / "w" / "runs.parquet")["run_id"][0]
+    shown = run_cli(["show-run", run_id], env, tmp_path)
+    document = json.loads(shown.stdout)
+    assert document["run"]["spec"]["sourceNative"]["externalId"] == run_id
+    assert document["environment"]["spec"]["hardware"]["architecture"] == "sm_80"
+    missing = run_cli(["show-run", "no/such/run"], env, tmp_path)
+    assert missing.returncode == 1 and "no run" in missing.stderr
