@@ -1,6 +1,7 @@
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
+from pipelines.defs.source.observations import commit_observations, commits_in_warehouse
 from pipelines.lib import store
 from pipelines.lib.warehouse import recorded_listing, stage_new, sync
 
@@ -37,8 +38,11 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
         f"parsed {len(report.staged)} new snapshot(s)" if report.staged else "nothing new upstream: parsed nothing"
     )
     context.log.info(summary)
+    for observation in commit_observations(warehouse.path, report.staged):
+        context.log_event(observation)
     return dg.MaterializeResult(
         metadata={
+            **commits_in_warehouse(warehouse.path),
             "summary": summary,
             "snapshots_listed": report.listed,
             "snapshots_parsed": len(report.staged),
