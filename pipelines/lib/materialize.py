@@ -8,13 +8,17 @@ import sys
 import dagster as dg
 
 
+# Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
+CONSOLE_INFO = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+
+
 def materialize_all() -> int:
     from pipelines.definitions import defs
 
     definitions = defs()
     job = definitions.resolve_implicit_global_asset_job_def()
     with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=CONSOLE_INFO)
     if result.success:
         print(f"materialized every asset (run {result.run_id})")
         return 0

@@ -1,9 +1,20 @@
+import dataclasses
+
 import dagster as dg
 
+from pipelines.defs.common import table_schema
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.observations import commit_observations, commits_in_warehouse
 from pipelines.lib import store
+from pipelines.lib.ingest import staged_metas
+from pipelines.lib.schemas import RUN_ROWS
+from pipelines.lib.source import SnapshotRef
 from pipelines.lib.warehouse import recorded_listing, stage_new, sync
+
+SNAPSHOT_REF_SCHEMA = dg.TableSchema(
+    columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)]
+)
+
 
 # Network steps retry with backoff inside the source (pipelines.lib.source.with_retries).
 @dg.asset(group_name="source", kinds={"git"})
@@ -20,6 +31,8 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
             "head": listing.head or "",
             "snapshots_listed": len(listing.snapshots),
             "files_at_head": dg.MetadataValue.json(list(listing.files_at_head)),
+            "dagster/row_count": len(listing.snapshots),
+            "dagster/column_schema": SNAPSHOT_REF_SCHEMA,
         },
         data_version=dg.DataVersion(listing.head or "empty"),
     )
@@ -44,6 +57,8 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
         metadata={
             **commits_in_warehouse(warehouse.path),
             "summary": summary,
+            "dagster/row_count": sum(m.row_count for m in staged_metas(warehouse.path)),
+            "dagster/column_schema": table_schema(RUN_ROWS),
             "snapshots_listed": report.listed,
             "snapshots_parsed": len(report.staged),
             "snapshots_already_staged": report.already,
