@@ -39,3 +39,10 @@ CREATE OR REPLACE MACRO human_value(value, unit) AS
 
 CREATE OR REPLACE MACRO human_unit(unit) AS
     CASE unit WHEN 'ns' THEN 'ms' WHEN 'bytes' THEN 'MiB' ELSE unit END;
+
+-- Which end of a preview a ratio belongs to, and how far out it is there:
+-- previews keep the rows farthest from 1 on each side.
+CREATE OR REPLACE MACRO side(ratio) AS
+    CASE WHEN ratio > 1 THEN 'win' WHEN ratio < 1 THEN 'regression' END;
+
+CREATE OR REPLACE MACRO distance_from_par(ratio) AS abs(ln(ratio));

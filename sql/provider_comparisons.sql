@@ -7,6 +7,8 @@
 -- group without a baseline has null baseline columns and ratios.
 -- within_noise: |ln ratio| is at most the two runs' combined noise,
 -- sqrt(sigma_log^2 + baseline_sigma_log^2), as in run_noise.
+-- noise, the label a reader wants: baseline, no baseline, separated (SPEC's
+-- test, first), within noise, overlapping, or null when p20/p80 are unknown.
 -- rank: 1 = lowest value; equal values share a rank.
 WITH latest AS (
     SELECT
@@ -41,13 +43,21 @@ paired AS (
         ON baseline.group_id = latest.group_id AND baseline.provider = baselines.baseline_provider
 ),
 
-compared AS (
+ratios AS (
     SELECT
         *,
         improvement_ratio(baseline_value, value, unit) AS ratio,
         provider <> baseline_provider AS challenger,
         sqrt(sigma_log ^ 2 + baseline_sigma_log ^ 2) AS noise_sigma_log
     FROM paired
+),
+
+compared AS (
+    SELECT
+        *,
+        CASE WHEN challenger THEN intervals_separated(p20, p80, baseline_p20, baseline_p80) END AS separated,
+        CASE WHEN challenger THEN abs(ln(ratio)) <= noise_sigma_log END AS within_noise
+    FROM ratios
 )
 
 SELECT
@@ -72,9 +82,16 @@ SELECT
     baseline_p20,
     baseline_p80,
     ratio,
-    CASE WHEN challenger THEN intervals_separated(p20, p80, baseline_p20, baseline_p80) END AS separated,
+    separated,
     noise_sigma_log,
-    CASE WHEN challenger THEN abs(ln(ratio)) <= noise_sigma_log END AS within_noise,
+    within_noise,
+    CASE
+        WHEN baseline_provider IS NULL THEN 'no baseline'
+        WHEN NOT challenger THEN 'baseline'
+        WHEN separated THEN 'separated'
+        WHEN within_noise THEN 'within noise'
+        WHEN NOT separated THEN 'overlapping'
+    END AS noise,
     rank() OVER (PARTITION BY group_id ORDER BY value) AS rank
 FROM compared
 ORDER BY group_id, rank, provider

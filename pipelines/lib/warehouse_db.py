@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,21 +18,22 @@ from typing import Any
 
 import duckdb
 
-from pipelines.lib import schemas, settings
+from pipelines.lib import schemas, settings, store
 
 DATABASE_NAME = "warehouse.duckdb"
 SQL_DIR = settings.PROJECT_ROOT / "sql"
 
 TABLES: tuple[str, ...] = tuple(schemas.TABLES)
-# In dependency order: each statistic reads only tables and the statistics before it.
-STATISTICS: tuple[str, ...] = (
-    "run_noise",
-    "provider_comparisons",
-    "comparable_groups",
-    "kernel_scorecard",
-    "sweep_comparisons",
-    "version_changes",
-)
+# Each statistic with the statistics its SQL reads, in dependency order (it also reads the tables).
+STATISTIC_INPUTS: dict[str, tuple[str, ...]] = {
+    "run_noise": (),
+    "provider_comparisons": (),
+    "comparable_groups": ("provider_comparisons",),
+    "kernel_scorecard": ("provider_comparisons",),
+    "sweep_comparisons": ("provider_comparisons",),
+    "version_changes": (),
+}
+STATISTICS: tuple[str, ...] = tuple(STATISTIC_INPUTS)
 # Each check file returns the offending rows, with the table they concern in `table_name`.
 CHECKS: dict[str, tuple[str, ...]] = {
     "group_runs_consistent": ("comparable_groups",),
@@ -93,19 +93,23 @@ def sql_description(name: str) -> str:
 
 
 def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, int]:
-    """Build warehouse.duckdb from the Parquet tables; return the row count of every table made."""
+    """Build warehouse.duckdb from the Parquet tables; return the row count of every table made.
+
+    Hold `store.writer_lock` around it when other writers may run: it reads the tables
+    together, and their `store.recover` sweeps temporary files such as this build's.
+    """
     target = database_path(warehouse_dir)
-    # Unique per build, so two builds never write the same file; the last rename wins.
-    temporary = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+    # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
+    temporary = store.temp_path(target)
     try:
         with duckdb.connect(str(temporary)) as con:
             _load_tables(con, Path(warehouse_dir))
             _create_statistics(con, baselines)
             counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
             con.execute("CHECKPOINT")
-        _fsync(temporary)
+        store.fsync_file(temporary)
         os.replace(temporary, target)
-        _fsync(target.parent)
+        store.fsync_dir(target.parent)
     finally:
         for leftover in (temporary, temporary.with_name(temporary.name + ".wal")):
             leftover.unlink(missing_ok=True)
@@ -143,14 +147,6 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str])
 def _row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     (count,) = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()
     return int(count)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

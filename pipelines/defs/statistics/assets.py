@@ -1,0 +1,79 @@
+import dagster as dg
+
+from pipelines.defs.resources import Warehouse
+from pipelines.lib import cli_queries, store, warehouse_db
+
+GROUP = "statistics"
+PREVIEW_ROWS = 5
+CHECK_FAILURES_SHOWN = 10
+
+
+def _spec(name: str) -> dg.AssetSpec:
+    return dg.AssetSpec(
+        name,
+        deps=[*warehouse_db.TABLES, *warehouse_db.STATISTIC_INPUTS[name]],
+        description=warehouse_db.sql_description(name),
+        group_name=GROUP,
+        kinds={"duckdb", "sql"},
+        metadata={"sql": f"sql/{name}.sql"},
+    )
+
+
+def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        check,
+        asset=table,
+        blocking=True,
+        description=warehouse_db.sql_description(f"checks/{check}"),
+    )
+
+
+@dg.multi_asset(
+    name="statistics",
+    specs=[_spec(name) for name in warehouse_db.STATISTICS],
+    check_specs=[
+        _check_spec(check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables
+    ],
+)
+def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
+    """Rebuild warehouse.duckdb from the Parquet tables and compute the comparable-group statistics.
+
+    The file is built beside the old one and swapped in, so `python -m pipelines sql`
+    keeps reading the previous statistics until the new ones are complete.
+    """
+    # The writer lock: the tables are read as one consistent set, never mid-commit.
+    with store.writer_lock(warehouse.path):
+        counts = warehouse_db.build_database(warehouse.path, warehouse.baselines)
+    context.log.info(f"built {warehouse_db.database_path(warehouse.path)} with baselines {warehouse.baselines}")
+    for name in warehouse_db.STATISTICS:
+        yield dg.MaterializeResult(asset_key=name, metadata=_table_metadata(warehouse, name, counts[name]))
+    for outcome in warehouse_db.run_checks(warehouse.path):
+        yield _check_result(outcome)
+
+
+def _table_metadata(warehouse: Warehouse, name: str, row_count: int) -> dict:
+    columns = warehouse_db.describe(warehouse.path, name)
+    preview = warehouse_db.preview(warehouse.path, name, PREVIEW_ROWS)
+    return {
+        "dagster/row_count": row_count,
+        "dagster/column_schema": dg.TableSchema(
+            columns=[dg.TableColumn(column, type_) for column, type_ in columns]
+        ),
+        "preview": dg.MetadataValue.md(cli_queries.format_markdown(preview) if preview.rows else "_no rows_"),
+        "database": dg.MetadataValue.path(str(warehouse_db.database_path(warehouse.path))),
+    }
+
+
+def _check_result(outcome: warehouse_db.CheckOutcome) -> dg.AssetCheckResult:
+    shown = outcome.failures[:CHECK_FAILURES_SHOWN]
+    metadata: dict = {"failures": len(outcome.failures)}
+    if shown:
+        columns = list(shown[0])
+        failures = warehouse_db.Result(columns=columns, types=[], rows=[tuple(row.values()) for row in shown])
+        metadata["first_failures"] = dg.MetadataValue.md(cli_queries.format_markdown(failures))
+    return dg.AssetCheckResult(
+        asset_key=outcome.table,
+        check_name=outcome.check,
+        passed=outcome.passed,
+        metadata=metadata,
+    )

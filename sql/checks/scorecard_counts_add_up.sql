@@ -1,0 +1,28 @@
+-- The scorecard's counts add up to the comparisons they summarize: n_groups,
+-- wins and losses match a recount of provider_comparisons per key, and
+-- wins + losses + draws = n_groups. Each row is a key where they don't.
+WITH recount AS (
+    SELECT
+        kernel,
+        pass,
+        metric,
+        gpu_name,
+        provider,
+        baseline_provider,
+        count(*) AS comparisons,
+        count(*) FILTER (WHERE separated AND ratio > 1) AS separated_better,
+        count(*) FILTER (WHERE separated AND ratio < 1) AS separated_worse
+    FROM provider_comparisons
+    WHERE ratio IS NOT NULL AND provider <> baseline_provider
+    GROUP BY ALL
+)
+
+SELECT
+    'kernel_scorecard' AS table_name,
+    *
+FROM kernel_scorecard
+FULL JOIN recount USING (kernel, pass, metric, gpu_name, provider, baseline_provider)
+WHERE kernel_scorecard.n_groups IS DISTINCT FROM recount.comparisons
+    OR kernel_scorecard.wins IS DISTINCT FROM recount.separated_better
+    OR kernel_scorecard.losses IS DISTINCT FROM recount.separated_worse
+    OR kernel_scorecard.wins + kernel_scorecard.losses + kernel_scorecard.draws <> kernel_scorecard.n_groups

@@ -1,0 +1,14 @@
+-- The $n groups where the best provider beats the baseline by the most.
+SELECT
+    kernel, pass, metric, gpu_name, workload_slug,
+    n_runs,
+    n_providers,
+    baseline_provider,
+    best_provider,
+    human_value(best_value, unit) AS best_value,
+    human_unit(unit) AS unit,
+    best_ratio
+FROM comparable_groups
+WHERE best_ratio IS NOT NULL
+ORDER BY best_ratio DESC, group_id
+LIMIT $n

@@ -1,0 +1,15 @@
+-- The $n sweeps with the best geometric-mean ratio to their baseline and the $n with the worst.
+SELECT
+    side(geomean_ratio) AS side,
+    kernel, pass, metric, gpu_name, x_key, sweep_workload, provider, baseline_provider,
+    n_points,
+    n_better,
+    geomean_ratio,
+    sign_test_p
+FROM sweep_comparisons
+WHERE geomean_ratio <> 1
+QUALIFY row_number() OVER (
+    PARTITION BY side(geomean_ratio)
+    ORDER BY distance_from_par(geomean_ratio) DESC, kernel, pass, metric, gpu_name, sweep_digest, provider
+) <= $n
+ORDER BY geomean_ratio DESC
