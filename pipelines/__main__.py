@@ -8,6 +8,7 @@ import os
 import sys
 
 from pipelines.lib import settings
+from pipelines.lib.cli_exports import add_export_parser
 
 
 def _use_project_instance() -> None:
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     show = commands.add_parser("show-run", help="print one run with its protocol and environment")
     show.add_argument("run_id")
     show.set_defaults(func=show_run)
+    add_export_parser(commands)
     args = parser.parse_args(argv)
     return args.func(args)
 

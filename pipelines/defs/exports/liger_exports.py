@@ -1,0 +1,44 @@
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.defs.resources import Warehouse
+from pipelines.lib import bmf, liger_csv, store
+from pipelines.lib.resources_export import EXPORTS
+
+
+def _exported(out: Path, counts: dict[str, int], what: str) -> dg.MaterializeResult:
+    lines = [f"| file | {what} |", "| --- | ---: |", *(f"| {name} | {count} |" for name, count in sorted(counts.items()))]
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": sum(counts.values()),
+            "files": dg.MetadataValue.md("\n".join(lines)),
+            "path": dg.MetadataValue.path(str(out)),
+        }
+    )
+
+
+@dg.asset(
+    group_name="exports",
+    deps=["runs", "measurements", "run_snapshots", "snapshots", "quarantine"],
+    kinds={"csv"},
+)
+def latest_liger_csvs(warehouse: Warehouse) -> dg.MaterializeResult:
+    """The newest snapshot of every upstream file, rebuilt as a Liger CSV from the tables
+    (same header, rows and order as upstream's file, readable by upstream's own tooling),
+    in `WAREHOUSE_DIR/exports/liger_csv/<file name>`."""
+    out = warehouse.path / EXPORTS / liger_csv.EXPORT_DIR
+    with store.writer_lock(warehouse.path):
+        counts = liger_csv.write_latest(warehouse.path, out)
+    return _exported(out, counts, "rows")
+
+
+@dg.asset(group_name="exports", deps=["runs", "measurements"], kinds={"json"})
+def bmf_exports(warehouse: Warehouse) -> dg.MaterializeResult:
+    """The latest passed runs in Bencher Metric Format, one file per GPU (a Bencher testbed):
+    `WAREHOUSE_DIR/exports/bmf/<gpu slug>.json`, benchmark `kernel/pass[/metric]/provider/workload`
+    with measure `latency` (ns) or `peak_memory` (bytes), median with p20/p80 bounds."""
+    out = warehouse.path / EXPORTS / bmf.EXPORT_DIR
+    with store.writer_lock(warehouse.path):
+        counts = bmf.write_bmf(warehouse.path, out)
+    return _exported(out, counts, "benchmarks")

@@ -1,0 +1,63 @@
+"""The `export-liger-csv` and `export-bmf` subcommands: take the data where people already work.
+
+Wire them into an argparse CLI with `add_export_parser(subparsers)`; each
+subcommand sets `func`, which takes the parsed Namespace and returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipelines.lib import bmf, liger_csv, settings, store
+from pipelines.lib.resources_export import EXPORTS
+
+
+def export_liger_csv(args: argparse.Namespace) -> int:
+    warehouse = settings.warehouse_dir()
+    try:
+        snapshot = liger_csv.resolve_snapshot(warehouse, args.snapshot, args.file)
+        data = liger_csv.rebuild(warehouse, snapshot)
+    except liger_csv.ExportError as exc:
+        print(f"export-liger-csv: {exc}", file=sys.stderr)
+        return 1
+    if args.out == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        store.write_bytes_atomic(Path(args.out), data)
+        print(f"{snapshot.snapshot_id}: {snapshot.row_count} rows -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def export_bmf(args: argparse.Namespace) -> int:
+    warehouse = settings.warehouse_dir()
+    if not (warehouse / "runs.parquet").exists():
+        print(f"export-bmf: no runs table in {warehouse}: materialize the warehouse first", file=sys.stderr)
+        return 1
+    out = Path(args.out) if args.out else warehouse / EXPORTS / bmf.EXPORT_DIR
+    for name, count in bmf.write_bmf(warehouse, out).items():
+        print(f"{out / name}: {count} benchmarks")
+    return 0
+
+
+def add_export_parser(subparsers: argparse._SubParsersAction) -> None:
+    csv_parser = subparsers.add_parser(
+        "export-liger-csv",
+        help="rebuild one upstream snapshot as a Liger CSV from the warehouse tables",
+        description="Rebuild a snapshot's CSV from runs, measurements, run_snapshots and quarantine: "
+        "the same header and rows, in the same order, as upstream's file.",
+    )
+    csv_parser.add_argument("--snapshot", required=True, help=f"a snapshot_id, or {liger_csv.LATEST!r}")
+    csv_parser.add_argument("--file", help="with --snapshot latest: which file (e.g. all_benchmark_data.csv)")
+    csv_parser.add_argument("--out", default="-", help="where to write the CSV (default: standard output)")
+    csv_parser.set_defaults(func=export_liger_csv)
+
+    bmf_parser = subparsers.add_parser(
+        "export-bmf",
+        help="write one Bencher Metric Format file per GPU",
+        description="Write the latest passed runs as Bencher Metric Format JSON, one file per GPU (testbed).",
+    )
+    bmf_parser.add_argument("--out", help="a folder (default: WAREHOUSE_DIR/exports/bmf)")
+    bmf_parser.set_defaults(func=export_bmf)
