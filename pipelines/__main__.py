@@ -9,6 +9,7 @@ import sys
 
 from pipelines.lib import settings
 from pipelines.lib.cli_exports import add_export_parser
+from pipelines.lib.cli_queries import add_compare_parser, add_sql_parser
 
 
 def _use_project_instance() -> None:
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     show = commands.add_parser("show-run", help="print one run with its protocol and environment")
     show.add_argument("run_id")
     show.set_defaults(func=show_run)
+    add_sql_parser(commands)
+    add_compare_parser(commands)
     add_export_parser(commands)
     args = parser.parse_args(argv)
     return args.func(args)

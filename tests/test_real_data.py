@@ -82,3 +82,26 @@ def test_ndjson_resources(real_warehouse):
     assert memory["spec"]["memory"]["peakBytes"]["median"] > 0
     assert {m["metric"] for m in memory["spec"]["measurements"]} == {"peak_memory"}
     assert set(memory["spec"]["sourceNative"]["metrics"]) == {"mb_20", "mb_50", "mb_80"}
+
+
+def test_cpo_loss_group_shows_liger_faster_than_huggingface(real_warehouse):
+    from pipelines.lib.warehouse_db import build_database, query
+
+    build_database(real_warehouse, ["huggingface", "torch"])
+    rows = query(
+        real_warehouse,
+        """
+        SELECT p.provider, p.value, p.baseline_provider, p.baseline_value, p.ratio, p.separated
+        FROM provider_comparisons p JOIN comparable_groups g USING (group_id)
+        WHERE g.kernel = 'fused_linear_cpo_loss' AND g.gpu_name = 'NVIDIA A100-SXM4-80GB'
+          AND g.pass = 'full' AND g.metric = 'speed'
+          AND g.workload_slug = 'batch4-hidden4096-seq1024-vocab128256-bf16'
+        ORDER BY p.provider
+        """,
+    ).rows
+    by_provider = {row[0]: row for row in rows}
+    assert set(by_provider) == {"huggingface", "liger"}
+    _, value, baseline, baseline_value, ratio, separated = by_provider["liger"]
+    assert (baseline, baseline_value, value) == ("huggingface", 77002724.0, 63053524.0)
+    assert round(ratio, 4) == round(77.0027 / 63.0535, 4) == 1.2212
+    assert separated is True
