@@ -221,6 +221,15 @@ def test_extra_columns_and_a_header_without_optional_columns(upstream_repo, tmp_
     assert liger_csv.rebuild(warehouse, liger_csv.resolve_snapshot(warehouse, snapshot_id)).decode() == text
 
 
+def test_a_snapshot_of_failed_runs_only_and_a_rejected_snapshot_rebuild_too(upstream_repo, tmp_path):
+    only_failed = crlf(liger_row(y50="nan", y20="nan", y80="nan"))
+    rejected = crlf("a,b", "c,d", header="kernel_name,foo")  # every row quarantined with the snapshot's reason
+    warehouse = small_warehouse(upstream_repo, tmp_path, [{DATA: only_failed, CUTILE: rejected}])
+    for snapshot_id in snapshot_ids(warehouse):
+        expected = rejected if snapshot_id.endswith("cutile.csv") else only_failed
+        assert liger_csv.rebuild(warehouse, liger_csv.resolve_snapshot(warehouse, snapshot_id)).decode() == expected
+
+
 def test_a_missing_row_is_an_error_not_a_shorter_file(upstream_repo, tmp_path):
     warehouse = small_warehouse(upstream_repo, tmp_path, [{DATA: crlf(liger_row(), liger_row(provider="torch"))}])
     [snapshot_id] = snapshot_ids(warehouse)
