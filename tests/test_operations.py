@@ -160,3 +160,22 @@ def test_schedule_requests_the_whole_job_at_six_utc():
         context = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
         [request] = daily_ingest.evaluate_tick(context).run_requests
     assert request.asset_selection is None and request.job_name in (None, "ingest_everything")
+
+
+def test_failing_blocking_check_stops_everything_downstream(upstream_repo, tmp_path, monkeypatch):
+    # p20 above the median is not a parse error, so the row is accepted and the contract check must catch it.
+    upstream_repo.commit({DATA: liger_csv(liger_row(y50="0.5", y20="0.7", y80="0.6"))}, "bad quantiles")
+    for name, value in {"WAREHOUSE_DIR": tmp_path / "w", "LIGER_SOURCE": upstream_repo.path, "LIGER_CACHE_DIR": tmp_path / "c"}.items():
+        monkeypatch.setenv(name, str(value))
+    from pipelines.definitions import defs
+
+    job = defs().resolve_job_def("ingest_everything")
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False)
+    assert not result.success
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert failed == {"quantiles_ordered"}
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert "runs" in materialized
+    assert not materialized & {"comparable_groups", "resource_documents"}
+    assert not (tmp_path / "w" / "warehouse.duckdb").exists()
