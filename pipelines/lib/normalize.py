@@ -143,8 +143,9 @@ def raw_line(fields: tuple, raw: str | None) -> str:
     if raw is not None:
         return raw
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="").writerow(["" if f is None else f for f in fields])
-    return buffer.getvalue()
+    # csv quotes a field holding a line break only when the break is in its lineterminator.
+    csv.writer(buffer, lineterminator="\r\n").writerow(["" if f is None else f for f in fields])
+    return buffer.getvalue().removesuffix("\r\n")
 
 
 def normalize(

@@ -4,13 +4,16 @@ Two readers give the same records. The fast one (Arrow's streaming CSV
 reader) handles well-formed files in bounded batches; the first row it
 cannot take whole (wrong field count, a newline inside quotes, invalid
 UTF-8) sends the file to the careful one (Python's csv module), which puts
-each such row in quarantine with its text instead of repairing it.
+each such row in quarantine with its text instead of repairing it. Arrow
+quietly repairs broken quoting (text after a closing quote, a quote left
+open), so a file that shows signs of it goes to the careful reader too.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -27,6 +30,10 @@ PARSE_ERROR = "_parse_error"
 RAW_TEXT = "_raw"
 ROW_NUMBER = "row_number"
 UTF8_BOM = b"\xef\xbb\xbf"
+# A quote with text right after it where only a separator may follow (`"abc"x`, `""x`), or a bare quote.
+_SUSPECT_QUOTE = re.compile(rb'[^",\r\n](?:"")*"[^",\r\n]|(?:^|[,\r\n])(?:"")+[^",\r\n]')
+# A huge config is a field, not an error: csv's default limit (128 KiB) would fail the row.
+csv.field_size_limit(2**31 - 1)
 
 
 class NotLigerCsv(ValueError):
@@ -63,7 +70,10 @@ def read_header(data: bytes | Path) -> Header:
         text = first_line.decode("utf-8")
     except UnicodeDecodeError:
         raise NotLigerCsv("the header row is not valid UTF-8") from None
-    columns = tuple(next(csv.reader([text])))
+    try:
+        columns = tuple(next(csv.reader([text], strict=True)))
+    except csv.Error as exc:
+        raise NotLigerCsv(f"the header row's quoting is broken ({exc})") from None
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     if duplicated:
         raise NotLigerCsv(f"the header names column(s) {', '.join(duplicated)} more than once")
@@ -85,12 +95,15 @@ def iter_records(data: bytes | Path, header: Header, careful: bool = False) -> I
 
 def _fast_records(data: bytes | Path, header: Header) -> Iterator[pl.DataFrame]:
     read_options = pacsv.ReadOptions(use_threads=True, block_size=BATCH_BYTES)
-    parse_options = pacsv.ParseOptions(newlines_in_values=False, invalid_row_handler=lambda _row: "error")
+    # No invalid_row_handler: a row of the wrong width is an error (a handler would get it decoded, and fail on invalid UTF-8).
+    parse_options = pacsv.ParseOptions(newlines_in_values=False)
     convert_options = pacsv.ConvertOptions(
         column_types={c: pa.string() for c in header.columns},
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
     )
+    if _quoting_suspect(data):
+        raise FastPathRefused()
     source = pa.OSFile(str(data)) if isinstance(data, Path) else pa.BufferReader(data)
     next_row = 1
     try:
@@ -102,6 +115,9 @@ def _fast_records(data: bytes | Path, header: Header) -> Iterator[pl.DataFrame]:
                 raise FastPathRefused()
             frame = pl.from_arrow(batch)
             assert isinstance(frame, pl.DataFrame)
+            # Arrow takes a quote left open as a field that runs across lines; such a row needs the careful reader.
+            if frame.select(pl.any_horizontal(pl.col(header.columns).str.contains("[\r\n]")).any()).item():
+                raise FastPathRefused()
             yield frame.with_columns(
                 pl.int_range(next_row, next_row + frame.height, dtype=pl.Int64).alias(ROW_NUMBER),
                 pl.lit(None, pl.String).alias(PARSE_ERROR),
@@ -114,28 +130,62 @@ def _fast_records(data: bytes | Path, header: Header) -> Iterator[pl.DataFrame]:
         source.close()
 
 
+def _quoting_suspect(data: bytes | Path) -> bool:
+    raw = data.read_bytes() if isinstance(data, Path) else data
+    return raw.count(b'"') % 2 == 1 or _SUSPECT_QUOTE.search(raw) is not None
+
+
+class _Lines:
+    """The lines csv.reader takes, remembered since `mark()`: the verbatim text of one record."""
+
+    def __init__(self, text: str):
+        self._lines = io.StringIO(text, newline="")
+        self.taken: list[str] = []
+
+    def __iter__(self) -> "_Lines":
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self.taken.append(line)
+        return line
+
+    def mark(self) -> None:
+        self.taken = []
+
+    def text(self) -> str:
+        return _printable("".join(self.taken).rstrip("\r\n"))
+
+
 def _careful_records(data: bytes | Path, header: Header) -> Iterator[pl.DataFrame]:
     raw = data.read_bytes() if isinstance(data, Path) else data
     text = raw.removeprefix(UTF8_BOM).decode("utf-8", errors="surrogateescape")
-    reader = csv.reader(io.StringIO(text, newline=""), strict=False)
+    lines = _Lines(text)
+    # strict: text after a closing quote or a quote open at the end is an error, not a repaired field.
+    reader = csv.reader(lines, strict=True)
     width = len(header.columns)
     rows: list[tuple[int, list[str] | None, str | None, str | None]] = []
     row_number = 0
-    try:
-        next(reader)
-        for fields in reader:
-            if not fields:
-                continue
+    next(reader, None)
+    while True:
+        lines.mark()
+        try:
+            fields = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            if not lines.taken:
+                break
             row_number += 1
-            rows.append(_checked(row_number, fields, width))
-            if len(rows) >= CAREFUL_BATCH_ROWS:
-                yield _frame(rows, header)
-                rows = []
-    except csv.Error as exc:
-        # csv cannot go on past this point; the rest of the file is kept as one quarantined row.
-        rest = text.splitlines()[reader.line_num - 1 :] if reader.line_num else text.splitlines()
+            rows.append((row_number, None, f"the row's quoting is broken, so it cannot be split into fields ({exc})", lines.text()))
+            continue
+        if not fields:
+            continue
         row_number += 1
-        rows.append((row_number, None, f"the CSV cannot be split into fields here ({exc})", _printable("\n".join(rest))))
+        rows.append(_checked(row_number, fields, width, lines.text()))
+        if len(rows) >= CAREFUL_BATCH_ROWS:
+            yield _frame(rows, header)
+            rows = []
     if rows:
         yield _frame(rows, header)
 
@@ -144,17 +194,11 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
-def _as_line(fields: list[str]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="").writerow(fields)
-    return _printable(buffer.getvalue())
-
-
-def _checked(row_number: int, fields: list[str], width: int) -> tuple[int, list[str] | None, str | None, str | None]:
+def _checked(row_number: int, fields: list[str], width: int, line: str) -> tuple[int, list[str] | None, str | None, str | None]:
     if len(fields) != width:
-        return row_number, None, f"the row has {len(fields)} fields where the header has {width}", _as_line(fields)
+        return row_number, None, f"the row has {len(fields)} fields where the header has {width}", line
     if any(_has_surrogate(f) for f in fields):
-        return row_number, None, "the row is not valid UTF-8", _as_line(fields)
+        return row_number, None, "the row is not valid UTF-8", line
     return row_number, fields, None, None
 
 
