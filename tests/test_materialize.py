@@ -56,10 +56,14 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     assert runs.height == 3 and runs["in_latest"].sum() == 2
     assert (warehouse / "exports" / "runs.ndjson").read_text().count("\n") == 3
 
+    database = warehouse / "warehouse.duckdb"
+    before = database.stat()
     again = materialize_everything(definitions)
     assert again.success
     assert metadata_of(again, "raw_snapshots")["snapshots_parsed"].value == 0
     assert metadata_of(again, "runs")["rewritten"].value is False
+    assert metadata_of(again, "comparable_groups")["rebuilt"].value is False
+    assert (database.stat().st_ino, database.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
 def test_every_asset_has_a_description_group_and_kind(monkeypatch, tmp_path):

@@ -10,6 +10,8 @@ build (they hold the old file, the build writes a new one).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -116,6 +118,32 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, i
     return counts
 
 
+STATE = "_statistics_state.json"
+
+
+def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
+    """Changes whenever the database could: a table file replaced, the baselines, or any SQL."""
+    parts: list[object] = [list(baselines)]
+    for table in TABLES:
+        # A table commit renames a new file into place, which changes its inode and mtime.
+        files = [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]
+        parts.extend([str(f), f.stat().st_ino, f.stat().st_mtime_ns, f.stat().st_size] for f in files if f.is_file())
+    parts.extend(sorted([str(f.relative_to(SQL_DIR)), f.read_text()] for f in SQL_DIR.rglob("*.sql")))
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> tuple[bool, dict[str, int]]:
+    """(rebuilt, row counts): the database is rebuilt only when its inputs changed since the last build."""
+    state_path = Path(warehouse_dir) / STATE
+    fingerprint = inputs_fingerprint(Path(warehouse_dir), baselines)
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    if database_path(warehouse_dir).exists() and state.get("fingerprint") == fingerprint:
+        return False, state["row_counts"]
+    counts = build_database(warehouse_dir, baselines)
+    store.write_json_atomic(state_path, {"fingerprint": fingerprint, "row_counts": counts})
+    return True, counts
+
+
 def _parquet_source(warehouse_dir: Path, table: str) -> str:
     file = warehouse_dir / f"{table}.parquet"
     if file.is_file():
@@ -163,11 +191,15 @@ def open_readonly(warehouse_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     with duckdb.connect() as con:
         con.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(path)])
         con.execute("USE warehouse")
+        # The tables are copied into the file, so a query needs no other file: none may be read or written.
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
         yield con
 
 
 def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
     """Run one read-only query on warehouse.duckdb."""
+    _only_reads(sql)
     with open_readonly(warehouse_dir) as con:
         cursor = con.execute(sql, params) if params is not None else con.execute(sql)
         description = cursor.description or []
@@ -176,6 +208,15 @@ def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, An
             types=[str(column[1]) for column in description],
             rows=cursor.fetchall(),
         )
+
+
+def _only_reads(sql: str) -> None:
+    """Refuse any statement but a query: USE, DETACH and ATTACH could reopen the file writable."""
+    for statement in duckdb.extract_statements(sql):
+        if statement.type not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
+            raise duckdb.PermissionException(
+                f"the warehouse is read-only here: {statement.type.name} statements are not run, only queries (SELECT, EXPLAIN)"
+            )
 
 
 def describe(warehouse_dir: Path, table: str) -> list[tuple[str, str]]:

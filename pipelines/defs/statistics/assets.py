@@ -43,10 +43,15 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """
     # The writer lock: the tables are read as one consistent set, never mid-commit.
     with store.writer_lock(warehouse.path):
-        counts = warehouse_db.build_database(warehouse.path, warehouse.baselines)
-    context.log.info(f"built {warehouse_db.database_path(warehouse.path)} with baselines {warehouse.baselines}")
+        rebuilt, counts = warehouse_db.build_database_if_changed(warehouse.path, warehouse.baselines)
+    database = warehouse_db.database_path(warehouse.path)
+    context.log.info(
+        f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was"
+    )
     for name in warehouse_db.STATISTICS:
-        yield dg.MaterializeResult(asset_key=name, metadata=_table_metadata(warehouse, name, counts[name]))
+        metadata = _table_metadata(warehouse, name, counts[name])
+        metadata["rebuilt"] = dg.MetadataValue.bool(rebuilt)
+        yield dg.MaterializeResult(asset_key=name, metadata=metadata)
     for outcome in warehouse_db.run_checks(warehouse.path):
         yield _check_result(outcome)
 
