@@ -239,7 +239,8 @@ def _line(row: Row, columns: list[str], always_quote: bool) -> bytes:
     values = [row.values.get(c, row.values.get(_original(c), "")) for c in columns] + list(row.extras.values())
     names = columns + list(row.extras)
     if row.field_delta < 0:
-        values, names = values[: row.field_delta], names[: row.field_delta]
+        keep = max(1, len(values) + row.field_delta)  # a row of no field at all would be a blank line
+        values, names = values[:keep], names[:keep]
     else:
         values += ["extra"] * row.field_delta
         names += [""] * row.field_delta

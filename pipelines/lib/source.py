@@ -27,6 +27,10 @@ GIT_TIMEOUT_SECONDS = 600
 NETWORK_ATTEMPTS = 3
 BACKOFF_SECONDS = 1.0
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*")
+# `<transport>::<address>` makes git run a remote helper (`ext::` runs any command).
+_REMOTE_HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
+# Git itself refuses every other transport, whatever string reaches it.
+GIT_PROTOCOLS = "file:http:https:ssh"
 _SAFE_REF = re.compile(r"^[A-Za-z0-9._/-]+$")
 BUNDLE_SIGNATURES = (b"# v2 git bundle", b"# v3 git bundle")
 
@@ -66,7 +70,7 @@ def unreachable(source: str, detail: str) -> SourceError:
 
 def classify(source: str) -> str:
     """'git', 'csv-file' or 'csv-url'; anything else is refused with a SourceError."""
-    if not source or source.startswith("-"):
+    if not source or source.startswith("-") or _REMOTE_HELPER.match(source):
         raise SourceError(f"LIGER_SOURCE {source!r} is not a source: give a git URL, a local path or an http(s) URL")
     parsed = urllib.parse.urlparse(source)
     scheme = parsed.scheme.lower()
@@ -91,7 +95,7 @@ def classify(source: str) -> str:
 
 
 def _git(args: list[str], cwd: Path | None = None, timeout: int = GIT_TIMEOUT_SECONDS) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C", "GIT_ALLOW_PROTOCOL": GIT_PROTOCOLS}
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=timeout, env=env, check=False)
 
 
@@ -227,7 +231,11 @@ class GitSource:
 
 
 class CsvSource:
-    """A plain CSV file or http(s) URL: one snapshot per distinct content."""
+    """A plain CSV file or http(s) URL: one snapshot per distinct content.
+
+    A URL is downloaded into memory; a local file is hashed block by block and
+    read as a path, so a big file is never held whole.
+    """
 
     def __init__(self, source: str, is_url: bool):
         self.source = source
@@ -235,24 +243,39 @@ class CsvSource:
         name = urllib.parse.urlparse(source).path if is_url else source
         self.file_name = PurePosixPath(name).name or "benchmark.csv"
         self._content: bytes | None = None
+        self._sha256: str | None = None
 
     def remote_head(self) -> str | None:
-        return hashlib.sha256(self._fetch()).hexdigest()
+        return self._content_sha256()
 
     def sync(self) -> None:
         self._content = None
-        self._fetch()
+        self._sha256 = None
+        self._content_sha256()
+
+    def _content_sha256(self) -> str:
+        if self._sha256 is None:
+            self._sha256 = hashlib.sha256(self._fetch()).hexdigest() if self.is_url else self._hash_file()
+        return self._sha256
 
     def _fetch(self) -> bytes:
         if self._content is None:
-            self._content = with_retries(self._download) if self.is_url else self._read_file()
+            self._content = with_retries(self._download)
         return self._content
 
-    def _read_file(self) -> bytes:
+    @property
+    def _path(self) -> Path:
+        return Path(self.source).expanduser()
+
+    def _hash_file(self) -> str:
+        digest = hashlib.sha256()
         try:
-            return Path(self.source).expanduser().read_bytes()
+            with open(self._path, "rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
         except OSError as exc:
             raise unreachable(self.source, exc.strerror or str(exc)) from None
+        return digest.hexdigest()
 
     def _download(self) -> bytes:
         try:
@@ -262,7 +285,7 @@ class CsvSource:
             raise unreachable(self.source, str(getattr(exc, "reason", exc))) from None
 
     def listing(self) -> Listing:
-        sha = hashlib.sha256(self._fetch()).hexdigest()
+        sha = self._content_sha256()
         ref = SnapshotRef(
             snapshot_id=f"{sha[:12]}/{self.file_name}",
             source=self.source,
@@ -274,8 +297,8 @@ class CsvSource:
         )
         return Listing(head=sha, snapshots=(ref,), files_at_head=(self.file_name,))
 
-    def read(self, ref: SnapshotRef) -> bytes:
-        return self._fetch()
+    def read(self, ref: SnapshotRef) -> bytes | Path:
+        return self._fetch() if self.is_url else self._path
 
 
 Source = GitSource | CsvSource
