@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
@@ -20,11 +20,12 @@ import polars as pl
 from pipelines.lib import store
 from pipelines.lib.normalize import DistinctCache, normalize, raw_line
 from pipelines.lib.parse import FastPathRefused, Header, NotLigerCsv, iter_records, read_header
-from pipelines.lib.schemas import QUARANTINE, RUN_ROWS
+from pipelines.lib.schemas import LIGER_COLUMNS, QUARANTINE, RUN_ROWS
 from pipelines.lib.source import SnapshotRef
 
 # Bump when normalization changes what it writes: staged snapshots of another version are staged again.
-NORMALIZER_VERSION = 1
+# 2: broken quoting is quarantined, never repaired; schema drift warnings.
+NORMALIZER_VERSION = 2
 STAGING = "_staging"
 META = "meta.json"
 
@@ -47,6 +48,8 @@ class SnapshotMeta:
     accepted: int
     quarantined: int
     normalizer_version: int
+    # Schema drift the ingest went on through (added, reordered or missing optional columns).
+    warnings: list[str] = field(default_factory=list)
 
 
 def staging_dir(warehouse: Path) -> Path:
@@ -117,6 +120,21 @@ def _rejected_rows(records: pl.DataFrame, header: Header, snapshot_id: str, reas
     )
 
 
+def drift_warnings(header: Header) -> list[str]:
+    """What changed in the header that upstream's writer would not have written, and that the ingest survives."""
+    warnings = []
+    added = [c for c in header.columns if c not in LIGER_COLUMNS]
+    if added:
+        warnings.append(f"upstream added column(s) {', '.join(added)}: their values are kept in runs.extra_columns")
+    known = [c for c in header.columns if c in LIGER_COLUMNS]
+    if known != [c for c in LIGER_COLUMNS if c in known]:
+        warnings.append("the columns are in another order than upstream's: they are read by name")
+    absent = [c for c in LIGER_COLUMNS if c not in header.columns and c not in header.missing]
+    if absent:
+        warnings.append(f"optional column(s) {', '.join(absent)} are missing: null in this snapshot's runs")
+    return warnings
+
+
 def stage_snapshot(
     warehouse: Path, ref: SnapshotRef, read: Callable[[SnapshotRef], bytes | Path], cache: DistinctCache, ingest_seq: int
 ) -> SnapshotMeta:
@@ -161,6 +179,7 @@ def stage_snapshot(
             accepted=counts[1],
             quarantined=counts[2],
             normalizer_version=NORMALIZER_VERSION,
+            warnings=drift_warnings(header) if header and status == "ingested" else [],
         )
         (tmp / META).write_text(json.dumps(asdict(meta), indent=2))
         store.fsync_dir(tmp)

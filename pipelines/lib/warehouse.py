@@ -31,6 +31,7 @@ class StageReport:
     listed: int
     staged: list[str] = field(default_factory=list)
     already: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +87,7 @@ def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, progr
     for index, ref in enumerate(pending, 1):
         meta = ingest.stage_snapshot(warehouse, ref, source.read, cache, ingest_seq)
         report.staged.append(meta.snapshot_id)
+        report.warnings += [f"{meta.snapshot_id}: {warning}" for warning in meta.warnings]
         if progress:
             progress(f"staged {index}/{len(pending)} {meta.snapshot_id}: {meta.accepted} accepted, {meta.quarantined} quarantined")
     return report

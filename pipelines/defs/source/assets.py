@@ -51,6 +51,8 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
         f"parsed {len(report.staged)} new snapshot(s)" if report.staged else "nothing new upstream: parsed nothing"
     )
     context.log.info(summary)
+    for warning in report.warnings:
+        context.log.warning(f"schema drift upstream: {warning}")
     for observation in commit_observations(warehouse.path, report.staged):
         context.log_event(observation)
     return dg.MaterializeResult(
@@ -63,5 +65,6 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
             "snapshots_parsed": len(report.staged),
             "snapshots_already_staged": report.already,
             "parsed": dg.MetadataValue.json(report.staged),
+            "schema_warnings": dg.MetadataValue.json(report.warnings),
         }
     )
