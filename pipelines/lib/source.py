@@ -7,6 +7,8 @@ argument, no exotic transport.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import fnmatch
 import hashlib
 import os
@@ -21,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Callable
+from typing import Callable, Iterator
 
 GIT_TIMEOUT_SECONDS = 600
 NETWORK_ATTEMPTS = 3
@@ -96,7 +98,19 @@ def classify(source: str) -> str:
 
 def _git(args: list[str], cwd: Path | None = None, timeout: int = GIT_TIMEOUT_SECONDS) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C", "GIT_ALLOW_PROTOCOL": GIT_PROTOCOLS}
+    if cwd is not None:
+        # Never search upward: a broken clone inside the project's work tree would make git act on the project's repository.
+        env["GIT_DIR"] = str(cwd)
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=timeout, env=env, check=False)
+
+
+@contextlib.contextmanager
+def _cache_lock(clone_dir: Path) -> Iterator[None]:
+    """One process at a time per clone: warehouses that share a cache folder may sync at once."""
+    clone_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(clone_dir.with_name(f"{clone_dir.name}.lock"), "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 def _git_ok(args: list[str], cwd: Path | None = None) -> bytes:
@@ -154,9 +168,10 @@ class GitSource:
 
     def sync(self) -> None:
         """Clone into the cache once, fetch on later runs; a broken cache is cloned anew."""
-        if self.clone_dir.exists() and self._fetch():
-            return
-        self._fresh_clone()
+        with _cache_lock(self.clone_dir):
+            if self.clone_dir.is_dir() and self._fetch():
+                return
+            self._fresh_clone()
 
     def _fetch(self) -> bool:
         def fetch() -> bool:
@@ -164,7 +179,8 @@ class GitSource:
             if result.returncode == 0:
                 return True
             stderr = result.stderr.decode(errors="replace").strip()
-            if _git(["rev-parse", "--git-dir"], self.clone_dir).returncode != 0 or "corrupt" in stderr or "bad object" in stderr:
+            # The remote answers, so the clone is what is broken (corrupt, or a lock a killed fetch left).
+            if _git(["ls-remote", "--", self.url, self._ref], timeout=120).returncode == 0:
                 return False
             raise unreachable(self.source, stderr or "git fetch failed")
 
@@ -175,7 +191,10 @@ class GitSource:
 
     def _fresh_clone(self) -> None:
         self.clone_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.clone_dir.parent))
+        prefix = f".clone-{self.clone_dir.name}-"
+        for stale in self.clone_dir.parent.glob(f"{prefix}*"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a killed clone; the cache lock is held
+        staging = Path(tempfile.mkdtemp(prefix=prefix, dir=self.clone_dir.parent))
 
         def clone() -> None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -188,7 +207,10 @@ class GitSource:
             # A bundle clone names the branch but may not keep it under refs/heads.
             if _git(["rev-parse", "--verify", "--quiet", self._ref], staging).returncode != 0:
                 raise unreachable(self.source, f"branch {self.branch!r} not found")
-            shutil.rmtree(self.clone_dir, ignore_errors=True)
+            if self.clone_dir.is_dir():
+                shutil.rmtree(self.clone_dir, ignore_errors=True)
+            else:
+                self.clone_dir.unlink(missing_ok=True)
             os.replace(staging, self.clone_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

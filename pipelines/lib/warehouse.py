@@ -77,6 +77,8 @@ def recorded_listing(warehouse: Path) -> Listing | None:
 def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, progress=None) -> StageReport:
     """Parse and normalize every listed snapshot not staged yet; the others are not read at all."""
     report = StageReport(listed=len(listing.snapshots))
+    # A run killed mid-staging leaves its half-written snapshot folder behind: sweep it.
+    store.recover(ingest.staging_dir(warehouse))
     pending = [ref for ref in listing.snapshots if not ingest.is_staged(warehouse, ref.snapshot_id)]
     report.already = report.listed - len(pending)
     if not pending:
