@@ -169,9 +169,15 @@ class GitSource:
     def sync(self) -> None:
         """Clone into the cache once, fetch on later runs; a broken cache is cloned anew."""
         with _cache_lock(self.clone_dir):
+            for stale in self.clone_dir.parent.glob(f"{self._staging_prefix}*"):
+                shutil.rmtree(stale, ignore_errors=True)  # left by a killed clone
             if self.clone_dir.is_dir() and self._fetch():
                 return
             self._fresh_clone()
+
+    @property
+    def _staging_prefix(self) -> str:
+        return f".clone-{self.clone_dir.name}-"
 
     def _fetch(self) -> bool:
         def fetch() -> bool:
@@ -191,10 +197,7 @@ class GitSource:
 
     def _fresh_clone(self) -> None:
         self.clone_dir.parent.mkdir(parents=True, exist_ok=True)
-        prefix = f".clone-{self.clone_dir.name}-"
-        for stale in self.clone_dir.parent.glob(f"{prefix}*"):
-            shutil.rmtree(stale, ignore_errors=True)  # left by a killed clone; the cache lock is held
-        staging = Path(tempfile.mkdtemp(prefix=prefix, dir=self.clone_dir.parent))
+        staging = Path(tempfile.mkdtemp(prefix=self._staging_prefix, dir=self.clone_dir.parent))
 
         def clone() -> None:
             shutil.rmtree(staging, ignore_errors=True)

@@ -199,8 +199,8 @@ def open_readonly(warehouse_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
     """Run one read-only query on warehouse.duckdb."""
-    _only_reads(sql)
     with open_readonly(warehouse_dir) as con:
+        _only_reads(con, sql)
         cursor = con.execute(sql, params) if params is not None else con.execute(sql)
         description = cursor.description or []
         return Result(
@@ -210,9 +210,9 @@ def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, An
         )
 
 
-def _only_reads(sql: str) -> None:
+def _only_reads(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Refuse any statement but a query: USE, DETACH and ATTACH could reopen the file writable."""
-    for statement in duckdb.extract_statements(sql):
+    for statement in con.extract_statements(sql):
         if statement.type not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
             raise duckdb.PermissionException(
                 f"the warehouse is read-only here: {statement.type.name} statements are not run, only queries (SELECT, EXPLAIN)"
