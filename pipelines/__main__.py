@@ -10,6 +10,7 @@ import sys
 from pipelines.lib import settings
 from pipelines.lib.cli_exports import add_export_parser
 from pipelines.lib.cli_queries import add_compare_parser, add_sql_parser
+from pipelines.lib.cli_report import add_report_parser
 
 
 def _use_project_instance() -> None:
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     add_sql_parser(commands)
     add_compare_parser(commands)
     add_export_parser(commands)
+    add_report_parser(commands)
     args = parser.parse_args(argv)
     return args.func(args)
 

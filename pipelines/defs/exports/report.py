@@ -1,0 +1,33 @@
+import base64
+
+import dagster as dg
+
+from pipelines.defs.resources import Warehouse
+from pipelines.lib import store
+from pipelines.lib.report import build_report
+
+STATISTICS = ["comparable_groups", "provider_comparisons", "kernel_scorecard", "version_changes", "sweep_comparisons"]
+
+
+@dg.asset(group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "matplotlib"})
+def report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+    """A static site in `WAREHOUSE_DIR/report/` that opens from disk: per GPU and metric the
+    scorecard as a heat map, a page per kernel with each provider along its sweeps (p20-p80
+    band) and its ratio to the baseline, the regressions and improvements between versions,
+    and for every number its run, snapshot and upstream commit."""
+    # Under the writer lock: another writer's recover() sweeps temporary folders such as this build's.
+    with store.writer_lock(warehouse.path):
+        summary = build_report(warehouse.path)
+    context.log.info(f"report: {summary.pages} pages, {summary.images} pictures in {summary.folder}")
+    overview = base64.b64encode(summary.overview_image.read_bytes()).decode("ascii")
+    return dg.MaterializeResult(
+        metadata={
+            "overview": dg.MetadataValue.md(f"![Geometric-mean ratio to the baseline per provider and GPU](data:image/png;base64,{overview})"),
+            "index": dg.MetadataValue.path(str(summary.index)),
+            "url": dg.MetadataValue.url(summary.index.as_uri()),
+            "pages": dg.MetadataValue.int(summary.pages),
+            "kernel_pages": dg.MetadataValue.int(len(summary.kernel_pages)),
+            "pictures": dg.MetadataValue.int(summary.images),
+            "gpus": dg.MetadataValue.int(len(summary.gpus)),
+        }
+    )

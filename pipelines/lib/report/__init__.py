@@ -1,0 +1,9 @@
+"""The static report: pictures of who wins, where, and what changed, as a site that opens from disk.
+
+`build_report(warehouse_dir)` renders WAREHOUSE_DIR/report/ from warehouse.duckdb;
+`is_stale(warehouse_dir)` tells whether the statistics changed since.
+"""
+
+from pipelines.lib.report.build import REPORT_DIR, ReportSummary, build_report, is_stale, report_dir
+
+__all__ = ["REPORT_DIR", "ReportSummary", "build_report", "is_stale", "report_dir"]

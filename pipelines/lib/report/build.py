@@ -1,0 +1,395 @@
+"""Build the static report into WAREHOUSE_DIR/report/, all at once or not at all.
+
+The site is written into a temporary folder beside `report/` and swapped in:
+the old folder is renamed away, the new one renamed in, the old one deleted.
+`build.json` in the site records which warehouse.duckdb it was built from, so
+`is_stale` can tell when the statistics changed since.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import multiprocessing
+import os
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipelines.lib import store, warehouse_db
+from pipelines.lib.report import charts, html, pages
+from pipelines.lib.report.data import ReportData, load
+
+REPORT_DIR = "report"
+INDEX = "index.html"
+STAMP = "build.json"
+OVERVIEW_IMAGE = "img/overview.png"
+CHANGES_IMAGE = "img/changes.png"
+SUMMARY_TITLE = "Geometric-mean ratio to the baseline per provider and GPU (wins/losses below)"
+MAX_WORKERS = 4
+MIN_PARALLEL_JOBS = 24  # below this, starting worker processes costs more than it saves
+PASS_ORDER = ("full", "forward", "backward", "no-grad-forward")
+METRIC_ORDER = ("speed", "memory")
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    folder: Path
+    kernel_pages: dict[str, str]
+    gpus: list[str]
+    pages: int
+    images: int
+
+    @property
+    def index(self) -> Path:
+        return self.folder / INDEX
+
+    @property
+    def overview_image(self) -> Path:
+        return self.folder / OVERVIEW_IMAGE
+
+
+def report_dir(warehouse_dir: Path) -> Path:
+    return Path(warehouse_dir) / REPORT_DIR
+
+
+def _database_stamp(warehouse_dir: Path) -> dict[str, Any]:
+    stat = warehouse_db.database_path(warehouse_dir).stat()
+    return {"mtime_ns": stat.st_mtime_ns, "size": stat.st_size}
+
+
+def is_stale(warehouse_dir: Path) -> bool:
+    """True when the report is missing or was built from another warehouse.duckdb than today's."""
+    folder = report_dir(warehouse_dir)
+    try:
+        stamp = json.loads((folder / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    if not (folder / INDEX).is_file():
+        return True
+    try:
+        return stamp.get("database") != _database_stamp(warehouse_dir)
+    except FileNotFoundError:
+        return True
+
+
+def build_report(warehouse_dir: Path, workers: int | None = None) -> ReportSummary:
+    """Render the whole site from warehouse.duckdb and swap it in as WAREHOUSE_DIR/report/.
+
+    Hold `store.writer_lock` around it when other writers may run: their
+    `store.recover` sweeps temporary folders such as this build's.
+    """
+    warehouse_dir = Path(warehouse_dir)
+    stamp = _database_stamp(warehouse_dir)  # before reading: a newer file makes the report stale, never falsely fresh
+    data = load(warehouse_dir)
+    final = report_dir(warehouse_dir)
+    staging = store.temp_path(final)
+    try:
+        summary = write_site(data, staging, footer=_footer(data), workers=workers)
+        (staging / STAMP).write_text(
+            json.dumps({"database": stamp, "built_at": _now().isoformat(), "pages": summary.pages,
+                        "images": summary.images}, indent=2),  # fmt: skip
+            encoding="utf-8",
+        )
+        _swap(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ReportSummary(final, summary.kernel_pages, summary.gpus, summary.pages, summary.images)
+
+
+def _swap(staging: Path, final: Path) -> None:
+    old = store.temp_path(final) if final.exists() else None
+    if old is not None:
+        os.rename(final, old)
+    os.rename(staging, final)
+    store.fsync_dir(final.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def write_site(data: ReportData, folder: Path, footer: str, workers: int | None = None) -> ReportSummary:
+    """Every page and picture of the report under `folder` (created).
+
+    The pictures are planned first, drawn by `workers` processes (default: one
+    per core), then the pages are written around them.
+    """
+    writer = _Writer(folder)
+    kernel_names = html.Names(data.kernels)
+    site = pages.Site({k: f"kernels/{kernel_names[k]}.html" for k in data.kernels}, footer)
+    jobs: list[_Job] = []
+    kernel_plans = {k: _plan_kernel(data, k, f"img/kernels/{kernel_names[k]}", jobs) for k in data.kernels}
+    heatmap_plans = _plan_heatmaps(data, jobs)
+    jobs.append(_Job(OVERVIEW_IMAGE, "summary_heatmap", (_summary_cells(data), SUMMARY_TITLE), 4))
+    changes = data.changes
+    jobs.append(_Job(CHANGES_IMAGE, "changes_timeline",
+                     (changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list())))  # fmt: skip
+    pictures = writer.images(jobs, workers)
+
+    writer.text("style.css", html.STYLE)
+    for kernel, plan in kernel_plans.items():
+        sections = [
+            pages.GpuSection(gpu, [pages.Chart(p, m, pictures[path], rows) for p, m, path, rows in planned])
+            for gpu, planned in plan
+        ]
+        writer.text(
+            site.kernel_pages[kernel],
+            pages.kernel_page(
+                site,
+                kernel,
+                data.kernel_title(kernel),
+                sections,
+                data.scorecard.filter(pl.col("kernel") == kernel),
+                data.runs.filter(pl.col("kernel") == kernel),
+            ),
+        )
+    heatmaps = {
+        gpu: [pages.Heatmap(metric, pictures[path], totals) for metric, path, totals in plans]
+        for gpu, plans in heatmap_plans.items()
+    }
+    counts = {
+        "runs": data.runs.height,
+        "snapshots": data.snapshots.height,
+        "regressed": changes.filter(pl.col("verdict") == "regressed").height,
+        "improved": changes.filter(pl.col("verdict") == "improved").height,
+    }
+    writer.text(
+        INDEX, pages.overview(site, pictures[OVERVIEW_IMAGE], _kernel_list(data), _gpu_list(data), heatmaps, counts)
+    )
+    writer.text("changes.html", pages.changes_page(site, pictures[CHANGES_IMAGE], changes, data.unchanged))
+    return ReportSummary(folder, site.kernel_pages, data.gpus, writer.pages, len(pictures))
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One picture to draw: `charts.<draw>(*args)` into `path` (relative to the site)."""
+
+    path: str
+    draw: str
+    args: tuple
+    weight: int = 1  # how long it takes to draw, roughly: the number of panels
+
+
+def _draw(job: _Job) -> bytes:
+    return getattr(charts, job.draw)(*job.args)
+
+
+def _workers(requested: int | None) -> int:
+    if requested is not None:
+        return max(1, requested)
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+class _Writer:
+    """Writes files into the site folder and counts the pages."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.pages = 0
+
+    def _write(self, relative: str, data: bytes) -> None:
+        path = self.folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    def text(self, relative: str, content: str) -> None:
+        self._write(relative, content.encode("utf-8"))
+        self.pages += relative.endswith(".html")
+
+    def images(self, jobs: list[_Job], workers: int | None) -> dict[str, pages.Picture]:
+        """Draw every job, in worker processes when there is more than one core, and write the PNGs."""
+        count = _workers(workers)
+        # The biggest charts first, so no worker is left with a long one at the end.
+        ordered = sorted(jobs, key=lambda job: -job.weight)
+        if count == 1 or len(jobs) < MIN_PARALLEL_JOBS:
+            drawn = map(_draw, ordered)
+            return {job.path: self._image(job.path, png) for job, png in zip(ordered, drawn, strict=True)}
+        # spawn, not fork: the parent holds DuckDB, polars and Dagster threads that a fork would copy mid-flight.
+        with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn")) as pool:
+            drawn = pool.map(_draw, ordered, chunksize=4)
+            return {job.path: self._image(job.path, png) for job, png in zip(ordered, drawn, strict=True)}
+
+    def _image(self, relative: str, png: bytes) -> pages.Picture:
+        self._write(relative, png)
+        return pages.Picture(relative, _png_size(png))
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    # The IHDR chunk: width and height as big-endian 32-bit integers at bytes 16-24.
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def _order(value: str, known: tuple[str, ...]) -> tuple[int, str]:
+    return (known.index(value) if value in known else len(known), value)
+
+
+ChartPlan = tuple[str, str, str, list[dict[str, Any]]]  # pass, metric, image path, the chart's points
+
+
+def _plan_kernel(data: ReportData, kernel: str, image_dir: str, jobs: list[_Job]) -> list[tuple[str, list[ChartPlan]]]:
+    """Per GPU of the kernel, its charts (one per pass and metric), each added to `jobs`."""
+    points = data.points.filter(pl.col("kernel") == kernel)
+    # Colors per kernel, so its few providers get the clearly distinct ones, in the same order
+    # everywhere (the most frequent providers first: liger, torch and huggingface keep theirs).
+    present = set(points["provider"].to_list())
+    colors = charts.provider_colors([p for p in data.providers if p in present])
+    gpus = sorted(data.runs.filter(pl.col("kernel") == kernel)["gpu_name"].unique().to_list())
+    names = html.Names(f"{g} {p} {m}" for g, p, m in points.select("gpu_name", "pass", "metric").unique().iter_rows())
+    plan = []
+    for gpu in gpus:
+        mine = points.filter(pl.col("gpu_name") == gpu)
+        keys = sorted(
+            mine.select("pass", "metric").unique().iter_rows(),
+            key=lambda key: (_order(key[1], METRIC_ORDER), _order(key[0], PASS_ORDER)),
+        )
+        planned = []
+        for pass_, metric in keys:
+            rows = mine.filter((pl.col("pass") == pass_) & (pl.col("metric") == metric)).to_dicts()
+            path = f"{image_dir}/{names[f'{gpu} {pass_} {metric}']}.png"
+            sweeps = _sweeps(rows)
+            jobs.append(_Job(path, "sweep_figure", (sweeps, rows[0]["unit"], pages.metric_label(metric), colors), len(sweeps)))
+            planned.append((pass_, metric, path, rows))
+        plan.append((gpu, planned))
+    return plan
+
+
+def _sweeps(rows: list[dict[str, Any]]) -> list[charts.Sweep]:
+    """The points of one chart split into sweeps, and each sweep into one series per provider."""
+    by_sweep: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
+    for row in rows:
+        sweep = by_sweep.setdefault((row["x_key"], row["sweep_digest"], row["sweep_workload"]), {})
+        sweep.setdefault(row["provider"], []).append(row)
+    sweeps = []
+    for (_, _, workload), providers in by_sweep.items():
+        first = next(iter(providers.values()))[0]
+        series = [
+            charts.Series(
+                provider=provider,
+                x=[p["x_value"] for p in points],
+                value=[p["value"] for p in points],
+                p20=[p["p20"] for p in points],
+                p80=[p["p80"] for p in points],
+                ratio=[p["ratio"] for p in points],
+            )
+            for provider, points in providers.items()
+        ]
+        title = charts.wrap(f"{first['x_label'] or first['x_name']} · {_workload_text(workload)}")
+        sweeps.append(charts.Sweep(title=title, x_label=first["x_label"] or first["x_name"], series=series))
+    return sweeps
+
+
+def _workload_text(workload: str | None) -> str:
+    """`{"batch":8,"seq":2048}` as `batch=8, seq=2048`: what stays fixed along the sweep."""
+    if not workload:
+        return "default workload"
+    try:
+        params = json.loads(workload)
+    except ValueError:
+        return workload
+    if not isinstance(params, dict):
+        return workload
+    return ", ".join(f"{key}={value}" for key, value in params.items()) or "default workload"
+
+
+def _weighted_geomean(frame: pl.DataFrame) -> float:
+    weights = frame["n_groups"].to_list()
+    logs = [math.log(g) for g in frame["geomean_ratio"].to_list()]
+    return math.exp(sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights))
+
+
+def _plan_heatmaps(data: ReportData, jobs: list[_Job]) -> dict[str, list[tuple[str, str, list[dict[str, Any]]]]]:
+    """Per GPU and metric, the scorecard heat map (added to `jobs`) and its totals per provider."""
+    gpu_names = html.Names(data.gpus)
+    plans: dict[str, list[tuple[str, str, list[dict[str, Any]]]]] = {}
+    scorecard = data.scorecard.filter(pl.col("geomean_ratio") > 0)
+    for gpu in data.gpus:
+        mine = scorecard.filter(pl.col("gpu_name") == gpu)
+        for metric in sorted(mine["metric"].unique().to_list(), key=lambda m: _order(m, METRIC_ORDER)):
+            rows = sorted(
+                mine.filter(pl.col("metric") == metric).iter_rows(named=True),
+                key=lambda r: (r["kernel"], _order(r["pass"], PASS_ORDER), r["baseline_provider"], r["provider"]),
+            )
+            cells = [
+                charts.HeatCell(f"{r['kernel']} · {r['pass']} vs {r['baseline_provider']}", r["provider"],
+                                r["geomean_ratio"], r["wins"], r["losses"])
+                for r in rows
+            ]  # fmt: skip
+            title = f"{gpu} · {pages.metric_label(metric)}: geometric-mean ratio to the baseline, wins/losses"
+            path = f"img/scorecard/{gpu_names[gpu]}-{html.Names([metric])[metric]}.png"
+            jobs.append(_Job(path, "scorecard_heatmap", (cells, title), 1 + len(cells) // 20))
+            plans.setdefault(gpu, []).append((metric, path, _totals(pl.DataFrame(rows, schema=scorecard.schema))))
+    return plans
+
+
+def _totals(rows: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per provider and baseline: how many scorecard rows and groups, wins, losses and draws."""
+    return [
+        {"provider": provider, "baseline_provider": baseline, "rows": group.height,
+         "n_groups": int(group["n_groups"].sum()), "wins": int(group["wins"].sum()),
+         "losses": int(group["losses"].sum()), "draws": int(group["draws"].sum()),
+         "geomean_ratio": _weighted_geomean(group)}
+        for (provider, baseline), group in sorted(rows.group_by("provider", "baseline_provider"), key=lambda g: g[0])
+    ]  # fmt: skip
+
+
+def _summary_cells(data: ReportData) -> dict[str, list[charts.HeatCell]]:
+    scorecard = data.scorecard.filter(pl.col("geomean_ratio") > 0)
+    panels: dict[str, list[charts.HeatCell]] = {}
+    for metric in sorted(scorecard["metric"].unique().to_list(), key=lambda m: _order(m, METRIC_ORDER)):
+        cells = []
+        for (gpu, provider), group in scorecard.filter(pl.col("metric") == metric).group_by("gpu_name", "provider"):
+            cells.append(
+                charts.HeatCell(gpu, provider, _weighted_geomean(group), int(group["wins"].sum()), int(group["losses"].sum()))
+            )
+        panels[pages.metric_label(metric)] = cells
+    return panels
+
+
+def _kernel_list(data: ReportData) -> list[dict[str, Any]]:
+    return (
+        data.runs.group_by("kernel")
+        .agg(
+            pl.col("kernel_title").first(),
+            pl.col("gpu_name").n_unique().alias("gpus"),
+            pl.len().alias("runs"),
+            pl.col("observed_at").max().alias("newest"),
+        )
+        .sort("kernel")
+        .to_dicts()
+    )
+
+
+def _gpu_list(data: ReportData) -> list[dict[str, Any]]:
+    environments = {row["gpu_name"]: row for row in data.environments.iter_rows(named=True)}
+    kernels = data.runs.group_by("gpu_name").agg(pl.col("kernel").unique().sort())
+    return [
+        {
+            "gpu_name": gpu,
+            "title": environments.get(gpu, {}).get("title"),
+            "architecture": environments.get(gpu, {}).get("architecture"),
+            "kernels": kernel_list,
+        }
+        for gpu, kernel_list in sorted(kernels.iter_rows())
+    ]
+
+
+def _footer(data: ReportData) -> str:
+    built = f"Built {html.text(_now())} UTC from warehouse.duckdb"
+    if not data.snapshots.height:
+        return built + "."
+    newest = data.snapshots.sort("committed_at", "snapshot_id", nulls_last=False).row(-1, named=True)
+    return (
+        f"{built}: {data.snapshots.height} snapshots of {html.text(newest['source'])}; newest: "
+        f"{html.text(newest['snapshot_id'])}, upstream commit {html.commit(newest['commit'])} "
+        f"({html.text(newest['subject'])}, {html.text(newest['committed_at'])})."
+    )
+

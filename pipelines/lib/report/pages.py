@@ -1,0 +1,253 @@
+"""The report's pages as HTML text: the overview, one page per kernel, and the changes page.
+
+Pages link to each other by relative paths only, so the site opens from disk;
+every number in a table carries its provenance (run id, snapshot, commit) or
+links to the run that does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from pipelines.lib.report import html
+from pipelines.lib.report.html import link, text
+
+TITLE = "Liger benchmark report"
+METRIC_LABELS = {"speed": "latency", "memory": "peak memory"}
+
+
+@dataclass(frozen=True)
+class Picture:
+    """An image written into the site: its path from the site's root and its pixel size."""
+
+    src: str
+    size: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Chart:
+    pass_: str
+    metric: str
+    picture: Picture
+    points: list[dict[str, Any]]
+
+
+@dataclass
+class GpuSection:
+    gpu: str
+    charts: list[Chart] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    metric: str
+    picture: Picture | None
+    totals: list[dict[str, Any]]  # per (provider, baseline): rows, groups, wins, losses, draws, geomean
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where each page lives and what the footer says about the data's origin."""
+
+    kernel_pages: dict[str, str]  # kernel -> path from the root, e.g. kernels/rms_norm.html
+    footer: str
+
+    def run_href(self, kernel: str, run_id: str, root: str) -> str:
+        return f"{root}{self.kernel_pages[kernel]}#{html.anchor_id('run', run_id)}"
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric)
+
+
+def gpu_anchor(gpu: str) -> str:
+    return html.anchor_id("gpu", gpu)
+
+
+def overview(
+    site: Site,
+    summary: Picture,
+    kernels: Sequence[dict[str, Any]],
+    gpus: Sequence[dict[str, Any]],
+    heatmaps: dict[str, list[Heatmap]],
+    counts: dict[str, int],
+) -> str:
+    """index.html: the summary picture, then per GPU and metric the scorecard heat map with wins and losses."""
+    parts = [
+        f"<h1>{text(TITLE)}</h1>",
+        f"<p>{counts['runs']} runs of {len(kernels)} kernels on {len(gpus)} GPUs, from {counts['snapshots']} "
+        "snapshots of the upstream benchmark files. "
+        + link("changes.html", f"{counts['regressed']} regressions and {counts['improved']} improvements")
+        + " between versions.</p>",
+        "<p>Each cell: the geometric mean, over the comparable groups (one workload, pass and metric on one GPU), "
+        "of the provider's ratio to the group's baseline (baseline value / value: above 1 is faster or smaller), "
+        "then wins/losses: groups where the p20-p80 intervals do not overlap. Blue is better than the baseline, "
+        "red worse; grey: no comparison.</p>",
+        html.image(summary.src, "Geometric-mean ratio to the baseline per GPU and provider", summary.size),
+        "<h2>Kernels</h2>",
+        html.table(
+            ["kernel", "name", "GPUs", "runs", "newest run"],
+            (
+                [link(site.kernel_pages[k["kernel"]], k["kernel_title"]), html.code(k["kernel"]),
+                 text(k["gpus"]), text(k["runs"]), text(k["newest"])]
+                for k in kernels
+            ),  # fmt: skip
+            numeric=["GPUs", "runs"],
+        ),
+        "<h2>GPUs</h2>",
+        "<ul>" + "".join(f'<li><a href="#{gpu_anchor(g["gpu_name"])}">{text(g["gpu_name"])}</a></li>' for g in gpus) + "</ul>",
+    ]
+    for gpu in gpus:
+        parts.append(_overview_gpu(site, gpu, heatmaps.get(gpu["gpu_name"], [])))
+    return html.page(TITLE, "\n".join(parts), site.footer)
+
+
+def _overview_gpu(site: Site, gpu: dict[str, Any], heatmaps: list[Heatmap]) -> str:
+    name = gpu["gpu_name"]
+    parts = [
+        f'<section id="{gpu_anchor(name)}">',
+        f"<h2>{text(name)}</h2>",
+        f'<p class="muted">{text(gpu["title"])} · architecture {text(gpu["architecture"])} · '
+        f"kernels measured: "
+        + ", ".join(link(f"{site.kernel_pages[k]}#{gpu_anchor(name)}", k) for k in gpu["kernels"])
+        + "</p>",
+    ]
+    if not heatmaps:
+        parts.append("<p>No provider has a baseline to compare with on this GPU.</p>")
+    for heatmap in heatmaps:
+        parts.append(f"<h3>{text(metric_label(heatmap.metric))}</h3>")
+        parts.append(
+            html.image(heatmap.picture.src, f"Scorecard of {name}, {metric_label(heatmap.metric)}", heatmap.picture.size, lazy=True)
+        )
+        parts.append(
+            html.table(
+                ["provider", "baseline", "rows", "groups", "wins", "losses", "draws", "geomean ratio"],
+                ([text(t["provider"]), text(t["baseline_provider"]), text(t["rows"]), text(t["n_groups"]),
+                  text(t["wins"]), text(t["losses"]), text(t["draws"]), text(t["geomean_ratio"])]
+                 for t in heatmap.totals),  # fmt: skip
+                numeric=["rows", "groups", "wins", "losses", "draws", "geomean ratio"],
+            )
+        )
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def kernel_page(
+    site: Site,
+    kernel: str,
+    title: str,
+    sections: Sequence[GpuSection],
+    scorecard: pl.DataFrame,
+    runs: pl.DataFrame,
+) -> str:
+    """One kernel: per GPU, pass and metric its sweep chart and the numbers behind it; then every run."""
+    root = "../"
+    parts = [
+        f"<h1>{text(title)} <code>{text(kernel)}</code></h1>",
+        f"<p>{runs.height} runs on {len(sections)} GPUs. GPUs: "
+        + ", ".join(f'<a href="#{gpu_anchor(s.gpu)}">{text(s.gpu)}</a>' for s in sections)
+        + ' · <a href="#runs">all runs</a></p>',
+        "<p>Each chart draws, for every sweep (the runs that differ only in the x value), each provider's "
+        "latest median with its p20-p80 band, and below it the ratio to the group's baseline "
+        "(baseline value / value: above the dashed line is better).</p>",
+        "<h2>Scorecard</h2>",
+        _scorecard_table(scorecard) if scorecard.height else "<p>No provider has a baseline to compare with.</p>",
+    ]
+    for section in sections:
+        parts.append(f'<section id="{gpu_anchor(section.gpu)}">')
+        parts.append(f"<h2>{text(section.gpu)}</h2>")
+        if not section.charts:
+            parts.append("<p>No passed run on this GPU: see the failed runs below.</p>")
+        parts.append('<div class="charts">')
+        for chart in section.charts:
+            label = f"{chart.pass_} · {metric_label(chart.metric)}"
+            chart_id = html.anchor_id("chart", "\0".join([section.gpu, chart.pass_, chart.metric]))
+            parts.append(
+                f'<figure id="{chart_id}"><h3>{text(label)}</h3>'
+                + html.image(root + chart.picture.src, f"{title}, {section.gpu}, {label}", chart.picture.size, lazy=True)
+                + f"<details><summary>The {len(chart.points)} numbers in this chart and where they come from</summary>"
+                + _points_table(chart.points)
+                + "</details></figure>"
+            )
+        parts.append("</div></section>")
+    parts.append('<h2 id="runs">All runs</h2>')
+    parts.append(
+        "<p>Every run of the kernel, newest first per GPU, pass, metric and provider; "
+        "first and last seen: the snapshots (upstream commit and file) whose file held the run.</p>"
+    )
+    parts.append(_runs_table(runs))
+    return html.page(f"{title} · {TITLE}", "\n".join(parts), site.footer, root)
+
+
+def _scorecard_table(scorecard: pl.DataFrame) -> str:
+    headers = ["GPU", "pass", "metric", "provider", "baseline", "groups", "geomean ratio", "min", "max", "wins", "losses", "draws"]
+    columns = ["gpu_name", "pass", "metric", "provider", "baseline_provider", "n_groups", "geomean_ratio",
+               "min_ratio", "max_ratio", "wins", "losses", "draws"]  # fmt: skip
+    rows = ([text(row[c]) for c in columns] for row in scorecard.iter_rows(named=True))
+    return html.table(headers, rows, numeric=headers[5:])
+
+
+def _points_table(points: list[dict[str, Any]]) -> str:
+    """The chart's points; each run links to its row in the page's table of runs."""
+    headers = ["sweep", "x", "provider", "median", "p20", "p80", "unit", "ratio", "baseline", "noise",
+               "liger version", "run", "first seen in snapshot", "commit"]  # fmt: skip
+    rows = (
+        [text(p["sweep_workload"]), text(p["x_value"]), text(p["provider"]), text(p["value"]), text(p["p20"]),
+         text(p["p80"]), text(p["unit"]), text(p["ratio"]), text(p["baseline_provider"]), text(p["noise"]),
+         text(p["liger_version"]), link(f"#{html.anchor_id('run', p['run_id'])}", p["run_id"]),
+         text(p["first_seen_snapshot"]), html.commit(p["first_seen_commit"])]
+        for p in points
+    )  # fmt: skip
+    return html.table(headers, rows, numeric=["median", "p20", "p80", "ratio"])
+
+
+def _runs_table(runs: pl.DataFrame) -> str:
+    headers = ["run", "GPU", "pass", "metric", "provider", "x", "status", "median", "p20", "p80", "unit",
+               "liger version", "observed at", "first seen in", "commit", "last seen in", "commit ", "at head"]  # fmt: skip
+    records = list(runs.iter_rows(named=True))
+    rows = (
+        [f'<code id="{html.anchor_id("run", r["run_id"])}">{text(r["run_id"])}</code>', text(r["gpu_name"]),
+         text(r["pass"]), text(r["metric"]), text(r["provider"]), text(r["x_value"]), text(r["status"]),
+         text(r["value"]), text(r["p20"]), text(r["p80"]), text(r["unit"]), text(r["liger_version"]),
+         text(r["observed_at"]), text(r["first_seen_snapshot"]),
+         html.commit(r["first_seen_commit"]) + (f" {text(r['first_seen_subject'])}" if r["first_seen_subject"] else ""),
+         text(r["last_seen_snapshot"]), html.commit(r["last_seen_commit"]), text(r["in_latest"])]
+        for r in records
+    )  # fmt: skip
+    attrs = (' class="failed"' if r["status"] != "passed" else "" for r in records)
+    return html.table(headers, rows, numeric=["median", "p20", "p80"], row_attrs=attrs)
+
+
+def changes_page(site: Site, timeline: Picture, changes: pl.DataFrame, unchanged: int) -> str:
+    """Every regression and improvement between two runs of one provider in one group, newest first."""
+    verdicts = changes["verdict"].value_counts(sort=True).iter_rows() if changes.height else []
+    summary = ", ".join(f"{n} {verdict}" for verdict, n in verdicts) or "none"
+    parts = [
+        "<h1>Regressions and improvements</h1>",
+        f"<p>Each provider's run against its previous run in the same comparable group: {text(summary)}; "
+        f"{unchanged} more changes stayed inside the noise (p20-p80 intervals overlapping) and are left out. "
+        "Ratio: previous value / new value (above 1: the newer run is better). "
+        "The run links lead to each run's row, with its snapshots and commits, on its kernel's page.</p>",
+        html.image(timeline.src, "Regressions and improvements over time", timeline.size),
+    ]
+    records = list(changes.iter_rows(named=True))
+    rows = (
+        [text(c["observed_at"]), f"<span>{text(c['verdict'])}</span>", link(site.kernel_pages[c["kernel"]], c["kernel"]),
+         text(c["gpu_name"]), text(c["pass"]), text(c["metric"]), text(c["workload_slug"]), text(c["provider"]),
+         f"{text(c['previous_liger_version'])} → {text(c['liger_version'])}", text(c["previous_value"]),
+         text(c["value"]), text(c["unit"]), text(c["ratio"]),
+         link(site.run_href(c["kernel"], c["previous_run_id"], ""), "previous", c["previous_run_id"])
+         + " " + html.commit(c["previous_commit"]),
+         link(site.run_href(c["kernel"], c["run_id"], ""), "new", c["run_id"]) + " " + html.commit(c["commit"])]
+        for c in records
+    )  # fmt: skip
+    headers = ["observed at", "verdict", "kernel", "GPU", "pass", "metric", "workload", "provider", "liger version",
+               "previous", "new", "unit", "ratio", "previous run", "new run"]  # fmt: skip
+    parts.append(
+        html.table(headers, rows, numeric=["previous", "new", "ratio"], row_attrs=(f' class="{c["verdict"]}"' for c in records))
+    )
+    return html.page(f"Regressions and improvements · {TITLE}", "\n".join(parts), site.footer)

@@ -1,0 +1,557 @@
+"""The static report: rendered from the real data and checked page by page, link by link, picture by
+picture; opened in headless Chromium; and its build, CLI and asset on a small repository."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from conftest import build_warehouse, liger_csv, liger_row
+from PIL import Image
+
+from pipelines.__main__ import main
+from pipelines.defs.exports.report import report as report_asset
+from pipelines.defs.resources import Warehouse
+from pipelines.lib import settings, store, warehouse_db
+from pipelines.lib.report import build, build_report, charts, is_stale, pages, report_dir
+
+DATA = "benchmark/data/all_benchmark_data.csv"
+TITLE = "Liger benchmark report"
+
+
+# --- reading the site --------------------------------------------------------------------------
+
+
+class Page(HTMLParser):
+    """What a page holds: its title, element ids, the links and sources it refers to, its text."""
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = path
+        self.title = ""
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+        self.images: list[dict[str, str]] = []
+        self.sources: list[str] = []  # stylesheets and scripts
+        self.texts: list[str] = []
+        self.h1 = ""
+        self._in: list[str] = []
+        self.feed(path.read_text(encoding="utf-8"))
+
+    def handle_starttag(self, tag, attrs):
+        attributes = {k: v or "" for k, v in attrs}
+        if "id" in attributes:
+            self.ids.add(attributes["id"])
+        if tag == "a" and "href" in attributes:
+            self.links.append(attributes["href"])
+        if tag == "img":
+            self.images.append(attributes)
+        if tag in ("link", "script") and (attributes.get("href") or attributes.get("src")):
+            self.sources.append(attributes.get("href") or attributes["src"])
+        self._in.append(tag)
+
+    def handle_endtag(self, tag):
+        while self._in and self._in.pop() != tag:
+            pass
+
+    def handle_data(self, data):
+        if "title" in self._in:
+            self.title += data
+        if "h1" in self._in:
+            self.h1 += data
+        self.texts.append(data)
+
+    @functools.cached_property
+    def text(self) -> str:
+        return "".join(self.texts)
+
+    def resolve(self, reference: str) -> tuple[Path, str]:
+        """A relative reference as (file, fragment); a bare fragment points into this page."""
+        parts = urllib.parse.urlsplit(reference)
+        assert not parts.scheme and not parts.netloc, f"{self.path.name}: {reference} leaves the site"
+        target = (self.path.parent / urllib.parse.unquote(parts.path)).resolve() if parts.path else self.path
+        return target, parts.fragment
+
+
+def site_pages(folder: Path) -> dict[Path, Page]:
+    return {path.resolve(): Page(path) for path in sorted(folder.rglob("*.html"))}
+
+
+# --- the real data -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_report(real_warehouse: Path) -> build.ReportSummary:
+    with store.writer_lock(real_warehouse):
+        warehouse_db.build_database(real_warehouse, settings.DEFAULT_BASELINES)
+        return build_report(real_warehouse)
+
+
+@pytest.fixture(scope="module")
+def real_pages(real_report: build.ReportSummary) -> dict[Path, Page]:
+    return site_pages(real_report.folder)
+
+
+def distinct(warehouse: Path, sql: str) -> list:
+    return [row[0] for row in warehouse_db.query(warehouse, sql).rows]
+
+
+def test_every_kernel_has_a_page(real_report, real_pages, real_warehouse):
+    kernels = distinct(real_warehouse, "SELECT DISTINCT kernel FROM runs ORDER BY 1")
+    assert len(kernels) == 38
+    assert sorted(real_report.kernel_pages) == kernels
+    for kernel, relative in real_report.kernel_pages.items():
+        page = real_pages[(real_report.folder / relative).resolve()]
+        assert kernel in page.h1
+        assert page.title.endswith(TITLE)
+    index = real_pages[real_report.index.resolve()]
+    linked = {index.resolve(href)[0] for href in index.links}
+    assert {(real_report.folder / p).resolve() for p in real_report.kernel_pages.values()} <= linked
+
+
+def test_the_overview_names_every_gpu_with_its_scorecard(real_report, real_pages, real_warehouse):
+    gpus = distinct(real_warehouse, "SELECT DISTINCT gpu_name FROM runs ORDER BY 1")
+    assert len(gpus) == 8
+    index = real_pages[real_report.index.resolve()]
+    assert index.title == TITLE
+    for gpu in gpus:
+        assert gpu in index.text
+        assert pages.gpu_anchor(gpu) in index.ids
+    scorecard_images = [image for image in index.images if "/scorecard/" in image["src"]]
+    pairs = warehouse_db.query(real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT gpu_name, metric FROM kernel_scorecard)")
+    assert len(scorecard_images) == pairs.rows[0][0]
+
+
+def test_overview_wins_and_losses_add_up_to_the_scorecard(real_report, real_warehouse):
+    expected = warehouse_db.query(real_warehouse, "SELECT sum(wins), sum(losses), sum(draws) FROM kernel_scorecard").rows[0]
+    text = real_report.index.read_text(encoding="utf-8")
+    tables = TableReader(text).tables
+    totals = [t for t in tables if t[0][:3] == ["provider", "baseline", "rows"]]
+    assert totals
+    sums = [sum(int(row[i]) for t in totals for row in t[1:]) for i in (4, 5, 6)]
+    assert tuple(sums) == tuple(expected)
+
+
+class TableReader(HTMLParser):
+    def __init__(self, text: str):
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_every_picture_exists_and_is_a_valid_png(real_report, real_pages, real_warehouse):
+    seen = set()
+    for page in real_pages.values():
+        for image in page.images:
+            path, _ = page.resolve(image["src"])
+            assert path.is_file(), f"{page.path.name}: missing {image['src']}"
+            with Image.open(path) as png:
+                png.verify()
+            with Image.open(path) as png:
+                assert png.format == "PNG"
+                assert png.size == (int(image["width"]), int(image["height"]))
+                colors = png.convert("RGB").getcolors(maxcolors=1 << 20)
+                assert colors is None or len(colors) > 8, f"{path} is nearly blank"
+            assert image["alt"]
+            seen.add(path)
+    # One chart per kernel, GPU, pass and metric that has a passed run, each shown on its kernel's page.
+    charts_expected = warehouse_db.query(
+        real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT kernel, gpu_name, pass, metric FROM provider_comparisons)"
+    ).rows[0][0]
+    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels"]
+    assert len(kernel_charts) == charts_expected
+    assert seen == {p.resolve() for p in real_report.folder.rglob("*.png")}
+    assert real_report.images == len(seen)
+
+
+def test_every_link_resolves(real_pages, real_report):
+    checked = 0
+    for page in real_pages.values():
+        for reference in page.links + page.sources + [image["src"] for image in page.images]:
+            target, fragment = page.resolve(reference)
+            assert target.is_file(), f"{page.path.name}: {reference} does not exist"
+            assert real_report.folder.resolve() in target.parents
+            if fragment:
+                assert fragment in real_pages[target].ids, f"{page.path.name}: no #{fragment} in {target.name}"
+            checked += 1
+    assert checked > 5000
+
+
+def test_every_number_carries_its_run_snapshot_and_commit(real_report, real_pages, real_warehouse):
+    runs = warehouse_db.query(
+        real_warehouse,
+        """SELECT runs.kernel, runs.run_id, runs.first_seen_snapshot, snapshots."commit"
+           FROM runs JOIN snapshots ON snapshots.snapshot_id = runs.first_seen_snapshot""",
+    ).rows
+    assert len(runs) == 4421
+    for kernel, run_id, snapshot, commit in runs:
+        page = real_pages[(real_report.folder / real_report.kernel_pages[kernel]).resolve()]
+        assert build.html.anchor_id("run", run_id) in page.ids
+        assert run_id in page.text and snapshot in page.text and commit[:12] in page.text
+    # Each charted point links to its run.
+    point = warehouse_db.query(real_warehouse, "SELECT kernel, run_id FROM provider_comparisons LIMIT 1").rows[0]
+    page = real_pages[(real_report.folder / real_report.kernel_pages[point[0]]).resolve()]
+    assert f"#{build.html.anchor_id('run', point[1])}" in page.links
+
+
+def test_the_changes_page_lists_regressions_and_improvements_newest_first(real_report, real_pages, real_warehouse):
+    expected = warehouse_db.query(
+        real_warehouse, "SELECT count(*) FROM version_changes WHERE verdict IN ('regressed', 'improved', 'changed')"
+    ).rows[0][0]
+    path = (real_report.folder / "changes.html").resolve()
+    [table] = TableReader(path.read_text(encoding="utf-8")).tables
+    header, rows = table[0], table[1:]
+    assert len(rows) == expected > 0
+    observed = [row[header.index("observed at")] for row in rows]
+    assert observed == sorted(observed, reverse=True)
+    assert {row[header.index("verdict")] for row in rows} <= {"regressed", "improved", "changed"}
+    run_links = [href for href in real_pages[path].links if "#run-" in href]
+    assert len(run_links) == 2 * expected
+
+
+def test_the_report_is_fresh_until_the_database_changes(real_report, real_warehouse):
+    assert not is_stale(real_warehouse)
+    database = warehouse_db.database_path(real_warehouse)
+    stat = database.stat()
+    os.utime(database, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    try:
+        assert is_stale(real_warehouse)
+    finally:
+        os.utime(database, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert not is_stale(real_warehouse)
+
+
+# --- headless Chromium ---------------------------------------------------------------------------
+
+
+def _install_chromium() -> str:
+    """Install Debian's chromium; the reason it failed, if it did."""
+    if shutil.which("apt-get") is None:
+        return "there is no apt-get here to install it with"
+    if os.geteuid() == 0:
+        prefix = ["env", "DEBIAN_FRONTEND=noninteractive"]
+    elif shutil.which("sudo"):
+        prefix = ["sudo", "-n", "env", "DEBIAN_FRONTEND=noninteractive"]
+    else:
+        return "installing it needs root, and there is no sudo"
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        try:
+            subprocess.run(prefix + command, check=True, capture_output=True, text=True, timeout=900)
+        except subprocess.CalledProcessError as exc:
+            return f"`{' '.join(command)}` failed: {(exc.stderr or '').strip()[-300:]}"
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            return f"`{' '.join(command)}` failed: {exc}"
+    return "apt-get installed chromium, yet there is no chromium binary on PATH"
+
+
+def _find_chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The chromium binary, installed from the system's packages when missing (once per session)."""
+    binary = _find_chromium()
+    if binary:
+        return binary
+    reason = _install_chromium()
+    binary = _find_chromium()
+    if binary:
+        return binary
+    message = f"headless Chromium is not available: {reason}"
+    if os.environ.get("CI") == "true" or os.environ.get("REQUIRE_REAL_DATA") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol session on one page: commands, and the errors it reports."""
+
+    def __init__(self, socket):
+        self.socket = socket
+        self.next_id = 0
+        self.errors: list[str] = []
+
+    def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = self._receive()
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def wait_for(self, event: str) -> None:
+        while self._receive().get("method") != event:
+            pass
+
+    def _receive(self) -> dict:
+        message = json.loads(self.socket.recv(timeout=60))
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            details = params["exceptionDetails"]
+            self.errors.append(details.get("exception", {}).get("description") or details.get("text", ""))
+        elif method == "Runtime.consoleAPICalled" and params["type"] in ("error", "assert"):
+            self.errors.append(" ".join(str(arg.get("value", arg.get("description", ""))) for arg in params["args"]))
+        elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+            self.errors.append(f"{params['entry']['text']} {params['entry'].get('url', '')}")
+        return message
+
+
+def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> tuple[str, list[str]]:
+    """Load a page in headless Chromium, save a screenshot; return its title and every console error,
+    uncaught exception and failed load it reported."""
+    from websockets.sync.client import connect
+
+    process = subprocess.Popen(
+        [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=1280,900", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.is_file() and port_file.read_text().strip()):
+            assert process.poll() is None, f"chromium exited with {process.returncode}"
+            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as response:
+            targets = json.load(response)
+        target = next(t for t in targets if t["type"] == "page")
+        with connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=30) as socket:
+            tools = DevTools(socket)
+            for domain in ("Runtime", "Log", "Page"):
+                tools.call(f"{domain}.enable")
+            # The window's size includes a (headless) frame; the page's own viewport is set exactly.
+            tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
+            tools.call("Page.navigate", url=page.as_uri())
+            tools.wait_for("Page.loadEventFired")
+            title = tools.call("Runtime.evaluate", expression="document.title", returnByValue=True)["result"]["value"]
+            shot = tools.call("Page.captureScreenshot", format="png")
+            screenshot.write_bytes(base64.b64decode(shot["data"]))
+            return title, tools.errors
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def assert_not_blank(screenshot: Path) -> None:
+    with Image.open(screenshot) as image:
+        assert image.size == (1280, 900)
+        rgb = image.convert("RGB")
+        colors = rgb.getcolors(maxcolors=1 << 20)
+        assert colors is None or len(colors) > 50, "the screenshot is nearly a single color"
+        white = sum(count for count, color in (colors or []) if color == (255, 255, 255))
+        assert white < 0.95 * 1280 * 900, "the screenshot is nearly all white"
+
+
+def test_devtools_reports_console_errors_exceptions_and_missing_files(chromium, tmp_path):
+    broken = tmp_path / "broken.html"
+    broken.write_text(
+        "<!DOCTYPE html><html><head><title>broken</title></head><body><p>text</p>"
+        '<img src="missing.png" alt="missing">'
+        '<script>console.error("deliberate console error"); notDefinedAnywhere();</script></body></html>'
+    )
+    title, errors = open_in_chromium(chromium, broken, tmp_path / "broken.png", tmp_path / "profile")
+    assert title == "broken"
+    joined = "\n".join(errors)
+    assert "deliberate console error" in joined
+    assert "notDefinedAnywhere" in joined
+    assert "ERR_FILE_NOT_FOUND" in joined
+
+
+def test_the_overview_renders_in_headless_chromium(chromium, real_report, tmp_path):
+    screenshot = tmp_path / "index.png"
+    title, errors = open_in_chromium(chromium, real_report.index, screenshot, tmp_path / "profile")
+    assert title == TITLE
+    assert errors == []
+    assert_not_blank(screenshot)
+
+
+def test_a_kernel_page_renders_in_headless_chromium(chromium, real_report, tmp_path):
+    page = real_report.folder / real_report.kernel_pages["fused_add_rms_norm"]
+    screenshot = tmp_path / "kernel.png"
+    title, errors = open_in_chromium(chromium, page, screenshot, tmp_path / "profile")
+    assert title.startswith("Fused add") and title.endswith(TITLE)
+    assert errors == []
+    assert_not_blank(screenshot)
+
+
+# --- a small repository --------------------------------------------------------------------------
+
+
+def small_rows(timestamp: str, liger_ms: dict[int, str]) -> list[str]:
+    """liger against huggingface along a sweep of H, speed and memory; a model-config sweep; a failed kernel."""
+    rows = []
+    for h, liger in liger_ms.items():
+        for provider, y in (("liger", liger), ("huggingface", "0.9")):
+            for metric, unit in (("speed", "ms"), ("memory", "MB")):
+                rows.append(liger_row(provider=provider, metric=metric, unit=unit, x_value=str(h), y50=y,
+                                      y20=str(float(y) * 0.99), y80=str(float(y) * 1.01), timestamp=timestamp))  # fmt: skip
+    for model in ("llama_3_8b", "qwen2.5_7b"):
+        for provider, y in (("liger", "1.0"), ("torch", "2.0")):
+            rows.append(liger_row(kernel="cross_entropy", provider=provider, x_name="model_config", x_label="model",
+                                  x_value=model, y50=y, y20=y, y80=y, config='{"B": 1}', timestamp=timestamp))  # fmt: skip
+    rows.append(liger_row(kernel="geglu", y50="", y20="", y80="", timestamp=timestamp))
+    return rows
+
+
+@pytest.fixture
+def small_warehouse(upstream_repo, tmp_path) -> Path:
+    upstream_repo.commit({DATA: liger_csv(*small_rows("2025-01-01 10:00:00", {1024: "0.5", 2048: "0.6", 4096: "0.7"}))}, "one")
+    # A newer run of every key: liger slower at 1024 (a regression), faster at 4096 (an improvement).
+    upstream_repo.commit({DATA: liger_csv(*small_rows("2025-02-01 10:00:00", {1024: "0.8", 2048: "0.6", 4096: "0.4"}))}, "two")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    return warehouse
+
+
+def test_small_report_pages_charts_and_changes(small_warehouse):
+    summary = build_report(small_warehouse, workers=1)
+    assert sorted(summary.kernel_pages) == ["cross_entropy", "geglu", "rms_norm"]
+    assert summary.pages == 3 + 2
+    site = site_pages(summary.folder)
+    geglu = site[(summary.folder / summary.kernel_pages["geglu"]).resolve()]
+    assert "No passed run on this GPU" in geglu.text and not geglu.images
+    rms = site[(summary.folder / summary.kernel_pages["rms_norm"]).resolve()]
+    assert len(rms.images) == 2  # forward latency and forward peak memory on the one GPU
+    changes = (summary.folder / "changes.html").read_text()
+    [table] = TableReader(changes).tables
+    verdicts = sorted(row[1] for row in table[1:])
+    # 1024 and 4096, speed and memory: two regressions and two improvements.
+    assert verdicts == ["improved", "improved", "regressed", "regressed"]
+    for page in site.values():
+        for reference in page.links + page.sources + [image["src"] for image in page.images]:
+            target, fragment = page.resolve(reference)
+            assert target.is_file() and (not fragment or fragment in site[target].ids)
+
+
+def test_string_x_values_keep_their_order_and_numbers_sort():
+    positions, log_x = charts._x_axis(["llama_3_8b", "qwen2.5_7b", "llama_3_8b"])
+    assert positions == {"llama_3_8b": 0.0, "qwen2.5_7b": 1.0} and not log_x
+    positions, log_x = charts._x_axis(["4096", "1024", "65536"])
+    assert list(positions) == ["1024", "4096", "65536"] and log_x
+    assert not charts._x_axis(["1", "2", "4"])[1]
+
+
+def test_a_failed_build_keeps_the_old_report_and_leaves_nothing_behind(small_warehouse, monkeypatch):
+    first = build_report(small_warehouse, workers=1)
+    before = first.index.read_text()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(pages, "changes_page", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_report(small_warehouse, workers=1)
+    assert first.index.read_text() == before
+    assert [p.name for p in small_warehouse.iterdir() if store.TMP_MARK in p.name] == []
+    monkeypatch.undo()
+    build_report(small_warehouse, workers=2)  # the worker processes draw the same site
+    assert first.index.read_text().count("<h2") == before.count("<h2")
+    assert [p.name for p in small_warehouse.iterdir() if store.TMP_MARK in p.name] == []
+
+
+def test_report_command_builds_when_needed_and_prints_the_path(small_warehouse, monkeypatch, capsys):
+    monkeypatch.setenv("WAREHOUSE_DIR", str(small_warehouse))
+    opened = []
+
+    class Browser:
+        def open(self, url):
+            opened.append(url)
+            return True
+
+    monkeypatch.setattr("webbrowser.get", lambda *args: Browser())
+    index = report_dir(small_warehouse) / "index.html"
+    assert main(["report", "--open"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == str(index) and "built" in err
+    assert opened == [index.as_uri()]
+    stamp = (report_dir(small_warehouse) / "build.json").read_text()
+
+    assert main(["report"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == str(index) and "built" not in err
+    assert (report_dir(small_warehouse) / "build.json").read_text() == stamp
+
+    warehouse_db.build_database(small_warehouse, settings.DEFAULT_BASELINES)  # newer statistics
+    assert main(["report"]) == 0
+    assert "built" in capsys.readouterr().err
+
+
+def test_report_command_without_a_database_says_what_to_do(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WAREHOUSE_DIR", str(tmp_path / "empty"))
+    assert main(["report"]) == 1
+    assert "materialize" in capsys.readouterr().err
+
+
+def test_report_asset_shows_the_overview_and_the_site(small_warehouse, tmp_path):
+    resource = Warehouse(
+        warehouse_dir=str(small_warehouse),
+        source="unused",
+        branch="main",
+        file_glob=settings.DEFAULT_FILE_GLOB,
+        cache_dir=str(tmp_path / "cache"),
+        baselines=list(settings.DEFAULT_BASELINES),
+    )
+    result = dg.materialize([report_asset], resources={"warehouse": resource}, instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    [event] = result.get_asset_materialization_events()
+    metadata = event.materialization.metadata
+    markdown = metadata["overview"].value
+    encoded = markdown.split("data:image/png;base64,", 1)[1].rstrip(")")
+    assert base64.b64decode(encoded).startswith(b"\x89PNG\r\n\x1a\n")
+    index = Path(metadata["index"].value)
+    assert index == report_dir(small_warehouse) / "index.html" and index.is_file()
+    assert metadata["url"].value == index.as_uri()
+    assert metadata["kernel_pages"].value == 3 and metadata["pages"].value == 5
+
+
+def test_a_warehouse_of_failed_runs_still_makes_a_report(upstream_repo, tmp_path):
+    upstream_repo.commit({DATA: liger_csv(liger_row(y50="", y20="", y80=""), liger_row(provider="huggingface", y50=""))}, "failed")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    summary = build_report(warehouse)
+    site = site_pages(summary.folder)
+    index = site[summary.index.resolve()]
+    assert "No provider has a baseline to compare with on this GPU" in index.text
+    assert "NVIDIA A100-SXM4-80GB" in index.text
+    for page in site.values():
+        for image in page.images:
+            assert page.resolve(image["src"])[0].is_file()
