@@ -482,3 +482,40 @@ def test_two_writers_and_readers_at_once_corrupt_nothing(history, tmp_path):
         assert reads["parquet"] and reads["duckdb"]
         assert same_tables(assert_valid(warehouse), history.after)
         assert not leftovers(warehouse, cache)
+
+
+DAGSTER_KILLS = int(os.environ.get("ROBUSTNESS_DAGSTER_KILLS") or 2)
+
+
+def start_materialize(warehouse: Path, source: str, cache: Path, home: Path) -> subprocess.Popen:
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "WAREHOUSE_DIR": str(warehouse), "LIGER_SOURCE": source, "LIGER_CACHE_DIR": str(cache)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipelines", "materialize"], env=env, cwd=settings.PROJECT_ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_sigkill_of_python_m_pipelines_materialize_at_random_points(history, tmp_path):
+    """The whole Dagster job (every asset, exports and report included), killed at random times."""
+    warehouse, cache = history.copy(tmp_path / "timed")
+    started = time.monotonic()
+    process = start_materialize(warehouse, str(history.repo.path), cache, tmp_path / "timed" / "home")
+    assert process.wait(timeout=600) == 0, process.stderr.read()[-2000:]
+    duration = time.monotonic() - started
+    chance = random.Random(SEED + 1)
+    kills = attempts = 0
+    while kills < DAGSTER_KILLS:
+        attempts += 1
+        assert attempts < 4 * DAGSTER_KILLS, f"only {kills} of {attempts} runs were killed before they ended (seed {SEED})"
+        warehouse, cache = history.copy(tmp_path / "run")
+        process = start_materialize(warehouse, str(history.repo.path), cache, tmp_path / "run" / "home")
+        time.sleep(chance.uniform(0.3 * duration, duration))
+        process.send_signal(signal.SIGKILL)
+        if process.wait(timeout=120) != -signal.SIGKILL:
+            continue
+        kills += 1
+        with trial("fault", "SIGKILL of python -m pipelines materialize"):
+            history.assert_previous_or_complete(warehouse)
+            history.assert_repaired(warehouse, cache)
