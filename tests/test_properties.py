@@ -258,6 +258,11 @@ def _original(column: str) -> str:
 # ---------------------------------------------------------------- staging and the oracle
 
 
+def scratch() -> tempfile.TemporaryDirectory:
+    """A throwaway warehouse folder, in memory when the machine has /dev/shm: examples fsync a lot."""
+    return tempfile.TemporaryDirectory(dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+
+
 def stage(warehouse: Path, data: bytes, snapshot: str = "c1", sequence: int = 1) -> ingest.SnapshotMeta:
     ref = SnapshotRef(
         f"{snapshot}/all_benchmark_data.csv", "generated", "benchmark/data/all_benchmark_data.csv", snapshot,
@@ -323,7 +328,7 @@ def conserved(data: bytes, accepted: pl.DataFrame, quarantine: pl.DataFrame, col
 
 
 def check_file(case: CsvFile) -> None:
-    with tempfile.TemporaryDirectory() as folder:
+    with scratch() as folder:
         warehouse = Path(folder)
         meta = stage(warehouse, case.data)
         accepted, quarantine = staged(warehouse, meta, "rows"), staged(warehouse, meta, "quarantine")
@@ -413,7 +418,7 @@ def broken_quoting(draw) -> tuple[bytes, list[dict[str, str]], int]:
 @given(broken_quoting())
 def test_broken_quoting_is_quarantined_never_repaired(case):
     data, goods, broken = case
-    with trial("generated input", "file with broken quoting"), tempfile.TemporaryDirectory() as folder:
+    with trial("generated input", "file with broken quoting"), scratch() as folder:
         warehouse = Path(folder)
         meta = stage(warehouse, data)
         accepted, quarantine = staged(warehouse, meta, "rows"), staged(warehouse, meta, "quarantine")
@@ -433,7 +438,7 @@ def test_broken_quoting_is_quarantined_never_repaired(case):
 @settings(PROFILE)
 @given(st.one_of(st.binary(max_size=400), st.text(max_size=400).map(str.encode), csv_files(max_rows=2).map(lambda c: c.data[: len(c.data) // 2])))
 def test_any_bytes_end_as_a_snapshot_or_one_clear_rejection(data: bytes):
-    with trial("generated input", "arbitrary bytes or a truncated file"), tempfile.TemporaryDirectory() as folder:
+    with trial("generated input", "arbitrary bytes or a truncated file"), scratch() as folder:
         warehouse = Path(folder)
         meta = stage(warehouse, data)
         assert meta.row_count == meta.accepted + meta.quarantined
@@ -459,3 +464,42 @@ def test_empty_and_header_only_files(tmp_path):
             assert (meta.reason is None) == (status == "ingested"), name
             if status == "rejected":
                 assert meta.reason.startswith("not a Liger benchmark CSV"), meta.reason
+
+
+@st.composite
+def histories(draw) -> list[list[Row]]:
+    """Versions of one file, oldest first, drawn from one pool of rows: rows stay, go, come back."""
+    pool = draw(st.lists(rows(), min_size=1, max_size=8))
+    return [[pool[i] for i in draw(st.lists(st.sampled_from(range(len(pool))), unique=True, max_size=8))] for _ in range(draw(st.integers(1, 4)))]
+
+
+def run_key(values: dict[str, str]) -> tuple[str, ...]:
+    return tuple(values[c] for c in RUN_KEY_COLUMNS)
+
+
+RUN_KEY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
+                   "extra_benchmark_config_str", "gpu_name", "timestamp")  # fmt: skip
+
+
+@settings(PROFILE)
+@given(histories())
+def test_a_history_of_snapshots_gives_one_run_per_key_with_its_provenance(versions: list[list[Row]]):
+    with trial("generated input", "history of snapshots of one file"), scratch() as folder:
+        warehouse = Path(folder)
+        seen: dict[tuple[str, ...], list[str]] = {}
+        for sequence, version in enumerate(versions, 1):
+            lines = [HEADER] + [_line(row, list(COLUMNS), always_quote=False).decode("utf-8", errors="surrogateescape") for row in version]
+            data = "\n".join(lines).encode("utf-8", errors="surrogateescape") + b"\n"
+            meta = stage(warehouse, data, snapshot=f"c{sequence}", sequence=sequence)
+            assert (meta.row_count, meta.accepted) == (len(version), sum(r.expect == "accept" for r in version))
+            for row in version:
+                if row.expect == "accept":
+                    seen.setdefault(run_key(row.values), []).append(meta.snapshot_id)
+        frames = assemble_and_check(warehouse)
+        runs = frames["runs"]
+        assert runs.height == len(seen)
+        latest = frames["snapshots"]["snapshot_id"][-1]
+        for run in runs.iter_rows(named=True):
+            key = tuple(run[RAW_FIELD[c]] for c in RUN_KEY_COLUMNS)
+            assert (run["first_seen_snapshot"], run["last_seen_snapshot"]) == (seen[key][0], seen[key][-1])
+            assert run["in_latest"] == (latest in seen[key])

@@ -17,7 +17,7 @@ from robustness_tally import trial
 
 from pipelines.__main__ import main
 from pipelines.lib import settings, warehouse_db
-from pipelines.lib.source import GitSource, SourceError, classify, open_source
+from pipelines.lib.source import GitSource, SourceError, open_source
 
 pytest_plugins = ["robustness_report"]
 
@@ -96,23 +96,6 @@ def test_hostile_source_strings_never_reach_a_shell(source, tmp_path, fast_retri
 def test_branch_names_are_plain(branch, tmp_path):
     with trial("fault", "hostile LIGER_BRANCH"), pytest.raises(SourceError, match="branch name"):
         GitSource(str(tmp_path), tmp_path / "cache", branch, FILE_GLOB)
-
-
-@pytest.mark.parametrize(
-    ("source", "kind"),
-    [
-        ("https://github.com/linkedin/Liger-Kernel.git", "git"),
-        ("http://example.invalid/liger.git", "git"),
-        ("ssh://git@example.invalid/liger.git", "git"),
-        ("git+ssh://git@example.invalid/liger.git", "git"),
-        ("git@github.com:linkedin/Liger-Kernel.git", "git"),
-        ("file:///srv/liger.git", "git"),
-        ("https://example.invalid/data/all_benchmark_data.csv", "csv-url"),
-        ("HTTPS://EXAMPLE.INVALID/DATA/ALL.CSV", "csv-url"),
-    ],
-)
-def test_accepted_kinds(source, kind):
-    assert classify(source) == kind
 
 
 # Values that would do harm if the data reached SQL text, a shell, a format string or a file path.
