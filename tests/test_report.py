@@ -103,12 +103,13 @@ def real_pages(real_report: build.ReportSummary) -> dict[Path, Page]:
     return site_pages(real_report.folder)
 
 
-def distinct(warehouse: Path, sql: str) -> list:
+def column(warehouse: Path, sql: str) -> list:
+    """The first column of a query's rows."""
     return [row[0] for row in warehouse_db.query(warehouse, sql).rows]
 
 
 def test_every_kernel_has_a_page(real_report, real_pages, real_warehouse):
-    kernels = distinct(real_warehouse, "SELECT DISTINCT kernel FROM runs ORDER BY 1")
+    kernels = column(real_warehouse, "SELECT DISTINCT kernel FROM runs ORDER BY 1")
     assert len(kernels) == 38
     assert sorted(real_report.kernel_pages) == kernels
     for kernel, relative in real_report.kernel_pages.items():
@@ -121,7 +122,7 @@ def test_every_kernel_has_a_page(real_report, real_pages, real_warehouse):
 
 
 def test_the_overview_names_every_gpu_with_its_scorecard(real_report, real_pages, real_warehouse):
-    gpus = distinct(real_warehouse, "SELECT DISTINCT gpu_name FROM runs ORDER BY 1")
+    gpus = column(real_warehouse, "SELECT DISTINCT gpu_name FROM runs ORDER BY 1")
     assert len(gpus) == 8
     index = real_pages[real_report.index.resolve()]
     assert index.title == TITLE
@@ -129,12 +130,13 @@ def test_the_overview_names_every_gpu_with_its_scorecard(real_report, real_pages
         assert gpu in index.text
         assert pages.gpu_anchor(gpu) in index.ids
     scorecard_images = [image for image in index.images if "/scorecard/" in image["src"]]
-    pairs = warehouse_db.query(real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT gpu_name, metric FROM kernel_scorecard)")
-    assert len(scorecard_images) == pairs.rows[0][0]
+    pairs = column(real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT gpu_name, metric FROM kernel_scorecard)")
+    assert len(scorecard_images) == pairs[0]
 
 
 def test_overview_wins_and_losses_add_up_to_the_scorecard(real_report, real_warehouse):
-    expected = warehouse_db.query(real_warehouse, "SELECT sum(wins), sum(losses), sum(draws) FROM kernel_scorecard").rows[0]
+    sql = "SELECT sum(wins), sum(losses), sum(draws) FROM kernel_scorecard"
+    expected = warehouse_db.query(real_warehouse, sql).rows[0]
     text = real_report.index.read_text(encoding="utf-8")
     tables = TableReader(text).tables
     totals = [t for t in tables if t[0][:3] == ["provider", "baseline", "rows"]]
@@ -184,9 +186,9 @@ def test_every_picture_exists_and_is_a_valid_png(real_report, real_pages, real_w
             assert image["alt"]
             seen.add(path)
     # One chart per kernel, GPU, pass and metric that has a passed run, each shown on its kernel's page.
-    charts_expected = warehouse_db.query(
+    [charts_expected] = column(
         real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT kernel, gpu_name, pass, metric FROM provider_comparisons)"
-    ).rows[0][0]
+    )
     kernel_charts = [p for p in seen if p.parent.parent.name == "kernels"]
     assert len(kernel_charts) == charts_expected
     assert seen == {p.resolve() for p in real_report.folder.rglob("*.png")}
@@ -434,9 +436,11 @@ def small_rows(timestamp: str, liger_ms: dict[int, str]) -> list[str]:
 
 @pytest.fixture
 def small_warehouse(upstream_repo, tmp_path) -> Path:
-    upstream_repo.commit({DATA: liger_csv(*small_rows("2025-01-01 10:00:00", {1024: "0.5", 2048: "0.6", 4096: "0.7"}))}, "one")
+    first = small_rows("2025-01-01 10:00:00", {1024: "0.5", 2048: "0.6", 4096: "0.7"})
+    upstream_repo.commit({DATA: liger_csv(*first)}, "one")
     # A newer run of every key: liger slower at 1024 (a regression), faster at 4096 (an improvement).
-    upstream_repo.commit({DATA: liger_csv(*small_rows("2025-02-01 10:00:00", {1024: "0.8", 2048: "0.6", 4096: "0.4"}))}, "two")
+    second = small_rows("2025-02-01 10:00:00", {1024: "0.8", 2048: "0.6", 4096: "0.4"})
+    upstream_repo.commit({DATA: liger_csv(*second)}, "two")
     warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
     warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
     return warehouse
@@ -544,7 +548,8 @@ def test_report_asset_shows_the_overview_and_the_site(small_warehouse, tmp_path)
 
 
 def test_a_warehouse_of_failed_runs_still_makes_a_report(upstream_repo, tmp_path):
-    upstream_repo.commit({DATA: liger_csv(liger_row(y50="", y20="", y80=""), liger_row(provider="huggingface", y50=""))}, "failed")
+    failed = [liger_row(y50="", y20="", y80=""), liger_row(provider="huggingface", y50="")]
+    upstream_repo.commit({DATA: liger_csv(*failed)}, "failed")
     warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
     warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
     summary = build_report(warehouse)

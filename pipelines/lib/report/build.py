@@ -131,8 +131,8 @@ def write_site(data: ReportData, folder: Path, footer: str, workers: int | None 
     heatmap_plans = _plan_heatmaps(data, jobs)
     jobs.append(_Job(OVERVIEW_IMAGE, "summary_heatmap", (_summary_cells(data), SUMMARY_TITLE), 4))
     changes = data.changes
-    jobs.append(_Job(CHANGES_IMAGE, "changes_timeline",
-                     (changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list())))  # fmt: skip
+    timeline = (changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list())
+    jobs.append(_Job(CHANGES_IMAGE, "changes_timeline", timeline))
     pictures = writer.images(jobs, workers)
 
     writer.text("style.css", html.STYLE)
@@ -256,7 +256,8 @@ def _plan_kernel(data: ReportData, kernel: str, image_dir: str, jobs: list[_Job]
             rows = mine.filter((pl.col("pass") == pass_) & (pl.col("metric") == metric)).to_dicts()
             path = f"{image_dir}/{names[f'{gpu} {pass_} {metric}']}.png"
             sweeps = _sweeps(rows)
-            jobs.append(_Job(path, "sweep_figure", (sweeps, rows[0]["unit"], pages.metric_label(metric), colors), len(sweeps)))
+            drawing = (sweeps, rows[0]["unit"], pages.metric_label(metric), colors)
+            jobs.append(_Job(path, "sweep_figure", drawing, len(sweeps)))
             planned.append((pass_, metric, path, rows))
         plan.append((gpu, planned))
     return plan
@@ -345,12 +346,11 @@ def _summary_cells(data: ReportData) -> dict[str, list[charts.HeatCell]]:
     scorecard = data.scorecard.filter(pl.col("geomean_ratio") > 0)
     panels: dict[str, list[charts.HeatCell]] = {}
     for metric in sorted(scorecard["metric"].unique().to_list(), key=lambda m: _order(m, METRIC_ORDER)):
-        cells = []
-        for (gpu, provider), group in scorecard.filter(pl.col("metric") == metric).group_by("gpu_name", "provider"):
-            cells.append(
-                charts.HeatCell(gpu, provider, _weighted_geomean(group), int(group["wins"].sum()), int(group["losses"].sum()))
-            )
-        panels[pages.metric_label(metric)] = cells
+        groups = scorecard.filter(pl.col("metric") == metric).group_by("gpu_name", "provider")
+        panels[pages.metric_label(metric)] = [
+            charts.HeatCell(gpu, provider, _weighted_geomean(group), int(group["wins"].sum()), int(group["losses"].sum()))
+            for (gpu, provider), group in groups
+        ]
     return panels
 
 

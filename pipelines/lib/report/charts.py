@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 from matplotlib import colors as mcolors  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 DPI = 90
@@ -112,7 +112,7 @@ def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, colors: M
     figure = Figure(figsize=(width, height), dpi=DPI)
     outer = figure.add_gridspec(
         blocks, columns, left=0.62 / width, right=1 - 0.12 / width, top=1 - 0.45 / height,
-        bottom=(legend_height + 0.75) / height, wspace=0.28, hspace=0.9 / block_height,
+        bottom=(legend_height + 0.6) / height, wspace=0.28, hspace=0.9 / block_height,
     )  # fmt: skip
     for index, sweep in enumerate(sweeps):
         inner = outer[divmod(index, columns)].subgridspec(2, 1, height_ratios=[2.2, 1.0], hspace=0.08)
@@ -133,7 +133,8 @@ def _draw_sweep(top, bottom, sweep: Sweep, unit: str, value_label: str, colors: 
         xs = [positions[x] for x in series.x]
         top.plot(xs, series.value, marker="o", color=color)
         values.extend(v for v in series.value if v is not None)
-        band = [(x, lo, hi) for x, lo, hi in zip(xs, series.p20, series.p80, strict=True) if lo is not None and hi is not None]
+        band = [(x, lo, hi) for x, lo, hi in zip(xs, series.p20, series.p80, strict=True)
+                if lo is not None and hi is not None]  # fmt: skip
         if band:
             bx, lo, hi = zip(*band, strict=True)
             top.fill_between(bx, lo, hi, color=color, alpha=0.2, linewidth=0)
@@ -149,6 +150,8 @@ def _draw_sweep(top, bottom, sweep: Sweep, unit: str, value_label: str, colors: 
     bottom.set_xlabel(sweep.x_label)
     if _is_wide(values):
         top.set_yscale("log")
+        # 1-2-5 steps, so even a range narrower than a decade gets a few labels.
+        top.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         top.yaxis.set_major_formatter(FuncFormatter(_plain_number))
         top.yaxis.set_minor_locator(NullLocator())
     ticks = _thin(list(positions.items()))

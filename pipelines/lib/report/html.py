@@ -30,7 +30,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.improved td:nth-child(2) { color: #2166ac; font-weight: 600; }
 tr.regressed td:nth-child(2) { color: #b2182b; font-weight: 600; }
 tr.failed { color: #888; }
-:target { background: #fff3b0; }
+tr:has(:target) td, figure:target { background: #fff3b0; }
 code { font-size: 0.92em; }
 details { margin: 0.3em 0 1em; } summary { cursor: pointer; color: #20324a; }
 .muted { color: #666; }

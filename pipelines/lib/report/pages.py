@@ -45,7 +45,7 @@ class GpuSection:
 @dataclass(frozen=True)
 class Heatmap:
     metric: str
-    picture: Picture | None
+    picture: Picture
     totals: list[dict[str, Any]]  # per (provider, baseline): rows, groups, wins, losses, draws, geomean
 
 
@@ -56,8 +56,9 @@ class Site:
     kernel_pages: dict[str, str]  # kernel -> path from the root, e.g. kernels/rms_norm.html
     footer: str
 
-    def run_href(self, kernel: str, run_id: str, root: str) -> str:
-        return f"{root}{self.kernel_pages[kernel]}#{html.anchor_id('run', run_id)}"
+    def run_href(self, kernel: str, run_id: str) -> str:
+        """The run's row on its kernel's page, from a page at the site's root."""
+        return f"{self.kernel_pages[kernel]}#{html.anchor_id('run', run_id)}"
 
 
 def metric_label(metric: str) -> str:
@@ -99,7 +100,7 @@ def overview(
             numeric=["GPUs", "runs"],
         ),
         "<h2>GPUs</h2>",
-        "<ul>" + "".join(f'<li><a href="#{gpu_anchor(g["gpu_name"])}">{text(g["gpu_name"])}</a></li>' for g in gpus) + "</ul>",
+        "<ul>" + "".join(f'<li>{link("#" + gpu_anchor(g["gpu_name"]), g["gpu_name"])}</li>' for g in gpus) + "</ul>",
     ]
     for gpu in gpus:
         parts.append(_overview_gpu(site, gpu, heatmaps.get(gpu["gpu_name"], [])))
@@ -120,9 +121,8 @@ def _overview_gpu(site: Site, gpu: dict[str, Any], heatmaps: list[Heatmap]) -> s
         parts.append("<p>No provider has a baseline to compare with on this GPU.</p>")
     for heatmap in heatmaps:
         parts.append(f"<h3>{text(metric_label(heatmap.metric))}</h3>")
-        parts.append(
-            html.image(heatmap.picture.src, f"Scorecard of {name}, {metric_label(heatmap.metric)}", heatmap.picture.size, lazy=True)
-        )
+        alt = f"Scorecard of {name}, {metric_label(heatmap.metric)}"
+        parts.append(html.image(heatmap.picture.src, alt, heatmap.picture.size, lazy=True))
         parts.append(
             html.table(
                 ["provider", "baseline", "rows", "groups", "wins", "losses", "draws", "geomean ratio"],
@@ -166,9 +166,10 @@ def kernel_page(
         for chart in section.charts:
             label = f"{chart.pass_} · {metric_label(chart.metric)}"
             chart_id = html.anchor_id("chart", "\0".join([section.gpu, chart.pass_, chart.metric]))
+            alt = f"{title}, {section.gpu}, {label}"
             parts.append(
                 f'<figure id="{chart_id}"><h3>{text(label)}</h3>'
-                + html.image(root + chart.picture.src, f"{title}, {section.gpu}, {label}", chart.picture.size, lazy=True)
+                + html.image(root + chart.picture.src, alt, chart.picture.size, lazy=True)
                 + f"<details><summary>The {len(chart.points)} numbers in this chart and where they come from</summary>"
                 + _points_table(chart.points)
                 + "</details></figure>"
@@ -184,7 +185,8 @@ def kernel_page(
 
 
 def _scorecard_table(scorecard: pl.DataFrame) -> str:
-    headers = ["GPU", "pass", "metric", "provider", "baseline", "groups", "geomean ratio", "min", "max", "wins", "losses", "draws"]
+    headers = ["GPU", "pass", "metric", "provider", "baseline", "groups", "geomean ratio", "min", "max",
+               "wins", "losses", "draws"]  # fmt: skip
     columns = ["gpu_name", "pass", "metric", "provider", "baseline_provider", "n_groups", "geomean_ratio",
                "min_ratio", "max_ratio", "wins", "losses", "draws"]  # fmt: skip
     rows = ([text(row[c]) for c in columns] for row in scorecard.iter_rows(named=True))
@@ -207,7 +209,8 @@ def _points_table(points: list[dict[str, Any]]) -> str:
 
 def _runs_table(runs: pl.DataFrame) -> str:
     headers = ["run", "GPU", "pass", "metric", "provider", "x", "status", "median", "p20", "p80", "unit",
-               "liger version", "observed at", "first seen in", "commit", "last seen in", "commit ", "at head"]  # fmt: skip
+               "liger version", "observed at", "first seen in", "commit", "last seen in", "commit ",
+               "at head"]  # fmt: skip
     records = list(runs.iter_rows(named=True))
     rows = (
         [f'<code id="{html.anchor_id("run", r["run_id"])}">{text(r["run_id"])}</code>', text(r["gpu_name"]),
@@ -236,18 +239,17 @@ def changes_page(site: Site, timeline: Picture, changes: pl.DataFrame, unchanged
     ]
     records = list(changes.iter_rows(named=True))
     rows = (
-        [text(c["observed_at"]), f"<span>{text(c['verdict'])}</span>", link(site.kernel_pages[c["kernel"]], c["kernel"]),
+        [text(c["observed_at"]), text(c["verdict"]), link(site.kernel_pages[c["kernel"]], c["kernel"]),
          text(c["gpu_name"]), text(c["pass"]), text(c["metric"]), text(c["workload_slug"]), text(c["provider"]),
          f"{text(c['previous_liger_version'])} → {text(c['liger_version'])}", text(c["previous_value"]),
          text(c["value"]), text(c["unit"]), text(c["ratio"]),
-         link(site.run_href(c["kernel"], c["previous_run_id"], ""), "previous", c["previous_run_id"])
+         link(site.run_href(c["kernel"], c["previous_run_id"]), "previous", c["previous_run_id"])
          + " " + html.commit(c["previous_commit"]),
-         link(site.run_href(c["kernel"], c["run_id"], ""), "new", c["run_id"]) + " " + html.commit(c["commit"])]
+         link(site.run_href(c["kernel"], c["run_id"]), "new", c["run_id"]) + " " + html.commit(c["commit"])]
         for c in records
     )  # fmt: skip
     headers = ["observed at", "verdict", "kernel", "GPU", "pass", "metric", "workload", "provider", "liger version",
                "previous", "new", "unit", "ratio", "previous run", "new run"]  # fmt: skip
-    parts.append(
-        html.table(headers, rows, numeric=["previous", "new", "ratio"], row_attrs=(f' class="{c["verdict"]}"' for c in records))
-    )
+    verdicts = (f' class="{html.text(c["verdict"])}"' for c in records)
+    parts.append(html.table(headers, rows, numeric=["previous", "new", "ratio"], row_attrs=verdicts))
     return html.page(f"Regressions and improvements · {TITLE}", "\n".join(parts), site.footer)
