@@ -33,6 +33,7 @@ DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
 KILLS = int(os.environ.get("ROBUSTNESS_KILLS") or (24 if os.environ.get("CI") else 12))
 SEED = int(os.environ.get("ROBUSTNESS_SEED") or time.time_ns() % 100_000)
+DISK_FULL_POINTS = 12
 BASELINES = settings.DEFAULT_BASELINES
 
 # The ingest as the Dagster assets run it (each step under the writer lock), as a child process
@@ -89,7 +90,7 @@ def add_commits(repo: UpstreamRepo, first: int, last: int) -> None:
         repo.commit(files, f"benchmarks {commit}", date=f"2025-03-{1 + commit:02d}T00:00:00+00:00")
 
 
-def ingest_now(warehouse: Path, source: str, cache: Path) -> None:
+def ingest_now(warehouse: Path, cache: Path, source: str) -> None:
     """One normal run, in this process, step by step as the assets run it."""
     source_settings = SourceSettings(source, "main", FILE_GLOB, cache)
     with store.writer_lock(warehouse):
@@ -132,12 +133,12 @@ class History:
         self.repo = UpstreamRepo(root / "upstream")
         add_commits(self.repo, 0, first)
         self.template = root / "template"
-        ingest_now(self.template / "warehouse", str(self.repo.path), self.template / "cache")
+        ingest_now(self.template / "warehouse", self.template / "cache", str(self.repo.path))
         self.before = assert_valid(self.template / "warehouse")
         self.before_runs = self.before["runs"].height
         add_commits(self.repo, first, total)
         clean = root / "clean"
-        ingest_now(clean / "warehouse", str(self.repo.path), clean / "cache")
+        ingest_now(clean / "warehouse", clean / "cache", str(self.repo.path))
         self.after = assert_valid(clean / "warehouse")
 
     def copy(self, target: Path) -> tuple[Path, Path]:
@@ -158,7 +159,7 @@ class History:
             assert runs in (self.before_runs, self.after["runs"].height)
 
     def assert_repaired(self, warehouse: Path, cache: Path) -> None:
-        ingest_now(warehouse, str(self.repo.path), cache)
+        ingest_now(warehouse, cache, str(self.repo.path))
         assert same_tables(assert_valid(warehouse), self.after), "the next run did not repair the warehouse"
         assert warehouse_db.query(warehouse, "SELECT count(*) FROM runs").rows == [(self.after["runs"].height,)]
         assert not leftovers(warehouse, cache), leftovers(warehouse, cache)
@@ -225,38 +226,51 @@ def enospc(path: object) -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 
-def count_parquet_writes(history: History, target: Path, monkeypatch) -> int:
-    calls = []
-    original = store.write_parquet
-    monkeypatch.setattr(store, "write_parquet", lambda frame, path: (calls.append(path), original(frame, path)))
-    warehouse, cache = history.copy(target)
-    ingest_now(warehouse, str(history.repo.path), cache)
-    monkeypatch.setattr(store, "write_parquet", original)
-    return len(calls)
+class FullDisk:
+    """Counts Parquet writes (whole files, and batches appended to a file) and fails the
+    `failing`-th with ENOSPC, after putting half a file where a whole file was to go."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, failing: int | None = None):
+        self.calls, self.failing = 0, failing
+        write_parquet = store.write_parquet
+
+        def whole(frame, path, *args, **kwargs):
+            self._count(Path(path))
+            return write_parquet(frame, path, *args, **kwargs)
+
+        monkeypatch.setattr(store, "write_parquet", whole)
+        appender = getattr(store, "ParquetAppender", None)
+        if appender is not None:
+            append = appender.write
+
+            def batch(writer, frame, *args, **kwargs):
+                self._count(None)
+                return append(writer, frame, *args, **kwargs)
+
+            monkeypatch.setattr(appender, "write", batch)
+
+    def _count(self, path: Path | None) -> None:
+        self.calls += 1
+        if self.calls == self.failing:
+            if path is not None:
+                path.write_bytes(b"PAR1 half a file")
+            raise enospc(path)
 
 
-def test_disk_full_in_the_middle_of_any_parquet_write(history, tmp_path, monkeypatch):
-    """Every Parquet write of a run (staged snapshots, then each table) in turn fails half-written
-    with ENOSPC: the earlier warehouse stays as it was and the next run completes it."""
-    writes = count_parquet_writes(history, tmp_path / "count", monkeypatch)
-    original = store.write_parquet
-    for failing in range(1, writes + 1):
-        calls = 0
-
-        def write_parquet(frame, path):
-            nonlocal calls
-            calls += 1
-            if calls == failing:
-                Path(path).write_bytes(b"PAR1 half a file")
-                raise enospc(path)
-            original(frame, path)
-
+def test_disk_full_in_the_middle_of_any_parquet_write(history, tmp_path):
+    """A Parquet write of a run (a staged snapshot, or a table, batch by batch) fails with ENOSPC:
+    the earlier warehouse stays as it was and the next run completes it."""
+    with pytest.MonkeyPatch.context() as patch:
+        counter = FullDisk(patch)
+        ingest_now(*history.copy(tmp_path / "count"), source=str(history.repo.path))
+    # Evenly spread over the run, first and last write included: staging, then every table.
+    points = sorted({round(1 + k * (counter.calls - 1) / (DISK_FULL_POINTS - 1)) for k in range(DISK_FULL_POINTS)})
+    for failing in points:
         warehouse, cache = history.copy(tmp_path / "run")
         with trial("fault", "disk full writing Parquet"):
-            monkeypatch.setattr(store, "write_parquet", write_parquet)
-            with pytest.raises(OSError) as raised:
-                ingest_now(warehouse, str(history.repo.path), cache)
-            monkeypatch.setattr(store, "write_parquet", original)
+            with pytest.MonkeyPatch.context() as patch, pytest.raises(OSError) as raised:
+                FullDisk(patch, failing)
+                ingest_now(warehouse, cache, source=str(history.repo.path))
             assert raised.value.errno == errno.ENOSPC
             assert same_tables(assert_valid(warehouse), history.before)
             history.assert_repaired(warehouse, cache)
@@ -288,7 +302,7 @@ def test_disk_full_writing_the_journal_state_listing_or_database(history, tmp_pa
     with trial("fault", f"disk full writing {where or 'warehouse.duckdb'}"):
         monkeypatch.setattr(target, failing)
         with pytest.raises(OSError) as raised:
-            ingest_now(warehouse, str(history.repo.path), cache)
+            ingest_now(warehouse, cache, str(history.repo.path))
         monkeypatch.setattr(target, original)
         assert raised.value.errno == errno.ENOSPC
         history.assert_previous_or_complete(warehouse)
@@ -422,7 +436,7 @@ def test_an_unreachable_source_is_one_clear_line_and_leaves_the_warehouse(histor
         with trial("fault", "source unreachable"):
             source = make_source(history.repo.path)
             with pytest.raises(SourceError) as raised:
-                ingest_now(warehouse, source, cache)
+                ingest_now(warehouse, cache, source)
             message = str(raised.value)
             assert "\n" not in message and "LIGER_SOURCE" in message and source in message
             assert same_tables(assert_valid(warehouse), history.before)
