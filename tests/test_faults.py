@@ -448,7 +448,7 @@ def test_an_unreachable_source_is_one_clear_line_and_leaves_the_warehouse(histor
 # ---------------------------------------------------------------- two writers and readers at once
 
 
-def test_two_writers_and_readers_at_once_corrupt_nothing(history, tmp_path):
+def test_two_materializations_and_readers_at_once_corrupt_nothing(history, tmp_path):
     warehouse, cache = history.copy(tmp_path / "run")
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -479,14 +479,15 @@ def test_two_writers_and_readers_at_once_corrupt_nothing(history, tmp_path):
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
-    with trial("fault", "two writers and two readers at once"):
+    with trial("fault", "two materializations and two readers at once"):
         readers = [threading.Thread(target=read_parquet), threading.Thread(target=query_duckdb)]
         for reader in readers:
             reader.start()
-        writers = [start_ingest(warehouse, str(history.repo.path), cache) for _ in range(2)]
-        for writer in writers:
-            writer.stdin.write("go\n")
-            writer.stdin.flush()
+        # The ingest step by step, and the whole Dagster job (exports and report too), at once.
+        ingest = start_ingest(warehouse, str(history.repo.path), cache)
+        ingest.stdin.write("go\n")
+        ingest.stdin.flush()
+        writers = [ingest, start_materialize(warehouse, str(history.repo.path), cache, tmp_path / "home")]
         outcomes = [writer.communicate(timeout=600) for writer in writers]
         stop.set()
         for reader in readers:
