@@ -240,7 +240,11 @@ def test_the_changes_page_lists_regressions_and_improvements_newest_first(real_r
     assert len(run_links) == 2 * expected
 
 
-def test_the_report_is_fresh_until_the_database_changes(real_report, real_warehouse):
+def test_the_report_is_fresh_until_the_database_or_its_code_changes(real_report, real_warehouse, monkeypatch):
+    assert not is_stale(real_warehouse)
+    with monkeypatch.context() as patched:
+        patched.setattr(build, "_code_fingerprint", lambda: "other code")
+        assert is_stale(real_warehouse)
     assert not is_stale(real_warehouse)
     database = warehouse_db.database_path(real_warehouse)
     stat = database.stat()
@@ -545,6 +549,14 @@ def test_report_asset_shows_the_overview_and_the_site(small_warehouse, tmp_path)
     assert index == report_dir(small_warehouse) / "index.html" and index.is_file()
     assert metadata["url"].value == index.as_uri()
     assert metadata["kernel_pages"].value == 3 and metadata["pages"].value == 5
+    assert metadata["rebuilt"].value is True
+    stamp = (report_dir(small_warehouse) / "build.json").read_text()
+
+    again = dg.materialize([report_asset], resources={"warehouse": resource}, instance=dg.DagsterInstance.ephemeral())
+    [event] = again.get_asset_materialization_events()
+    assert event.materialization.metadata["rebuilt"].value is False
+    assert event.materialization.metadata["pages"].value == 5
+    assert (report_dir(small_warehouse) / "build.json").read_text() == stamp
 
 
 def test_a_warehouse_of_failed_runs_still_makes_a_report(upstream_repo, tmp_path):

@@ -12,7 +12,7 @@ import webbrowser
 from pathlib import Path
 
 from pipelines.lib import settings, store, warehouse_db
-from pipelines.lib.report import build_report, is_stale, report_dir
+from pipelines.lib.report import build_report_if_stale, is_stale, report_dir
 from pipelines.lib.report.build import INDEX
 
 
@@ -26,10 +26,10 @@ def report(args: argparse.Namespace) -> int:
         return 1
     if args.rebuild or is_stale(warehouse):
         with store.writer_lock(warehouse):
-            # Another process may have built it while this one waited for the lock.
-            if args.rebuild or is_stale(warehouse):
-                summary = build_report(warehouse)
-                print(f"report: built {summary.pages} pages and {summary.images} pictures", file=sys.stderr)
+            # Asked again under the lock: another process may have built it while this one waited.
+            built, summary = build_report_if_stale(warehouse, force=args.rebuild)
+        if built:
+            print(f"report: built {summary.pages} pages and {summary.images} pictures", file=sys.stderr)
     index = report_dir(warehouse) / INDEX
     print(index)
     if args.open:

@@ -2,13 +2,14 @@
 
 The site is written into a temporary folder beside `report/` and swapped in:
 the old folder is renamed away, the new one renamed in, the old one deleted.
-`build.json` in the site records which warehouse.duckdb it was built from, so
-`is_stale` can tell when the statistics changed since.
+`build.json` in the site records which warehouse.duckdb and which report code
+it was built from, so `is_stale` can tell when either changed since.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import multiprocessing
@@ -59,23 +60,53 @@ def report_dir(warehouse_dir: Path) -> Path:
 
 
 def _database_stamp(warehouse_dir: Path) -> dict[str, Any]:
+    # The database is replaced, never edited, so its mtime and size tell one build from another.
     stat = warehouse_db.database_path(warehouse_dir).stat()
     return {"mtime_ns": stat.st_mtime_ns, "size": stat.st_size}
 
 
-def is_stale(warehouse_dir: Path) -> bool:
-    """True when the report is missing or was built from another warehouse.duckdb than today's."""
+def _code_fingerprint() -> str:
+    """A digest of the report's code and SQL: a report drawn by older code is stale too."""
+    files = sorted(Path(__file__).parent.glob("*.py")) + sorted(warehouse_db.SQL_DIR.glob("report_*.sql"))
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _read_stamp(warehouse_dir: Path) -> dict[str, Any] | None:
     folder = report_dir(warehouse_dir)
     try:
         stamp = json.loads((folder / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return True
-    if not (folder / INDEX).is_file():
-        return True
+        return None
+    return stamp if isinstance(stamp, dict) and (folder / INDEX).is_file() else None
+
+
+def _fresh_stamp(warehouse_dir: Path) -> dict[str, Any] | None:
+    """The report's build record when it is up to date, else None."""
+    stamp = _read_stamp(warehouse_dir)
+    if stamp is None or stamp.get("code") != _code_fingerprint():
+        return None
     try:
-        return stamp.get("database") != _database_stamp(warehouse_dir)
+        return stamp if stamp.get("database") == _database_stamp(warehouse_dir) else None
     except FileNotFoundError:
-        return True
+        return None
+
+
+def is_stale(warehouse_dir: Path) -> bool:
+    """True when the report is missing, or was built from another warehouse.duckdb or by other code."""
+    return _fresh_stamp(warehouse_dir) is None
+
+
+def build_report_if_stale(warehouse_dir: Path, force: bool = False) -> tuple[bool, ReportSummary]:
+    """(built, summary): build the report unless the one there is up to date."""
+    stamp = None if force else _fresh_stamp(warehouse_dir)
+    if stamp is None:
+        return True, build_report(warehouse_dir)
+    summary = stamp["summary"]
+    folder = report_dir(warehouse_dir)
+    return False, ReportSummary(folder, summary["kernel_pages"], summary["gpus"], summary["pages"], summary["images"])
 
 
 def build_report(warehouse_dir: Path, workers: int | None = None) -> ReportSummary:
@@ -91,11 +122,14 @@ def build_report(warehouse_dir: Path, workers: int | None = None) -> ReportSumma
     staging = store.temp_path(final)
     try:
         summary = write_site(data, staging, footer=_footer(data), workers=workers)
-        (staging / STAMP).write_text(
-            json.dumps({"database": stamp, "built_at": _now().isoformat(), "pages": summary.pages,
-                        "images": summary.images}, indent=2),  # fmt: skip
-            encoding="utf-8",
-        )
+        record = {
+            "database": stamp,
+            "code": _code_fingerprint(),
+            "built_at": _now().isoformat(),
+            "summary": {"kernel_pages": summary.kernel_pages, "gpus": summary.gpus,
+                        "pages": summary.pages, "images": summary.images},  # fmt: skip
+        }
+        (staging / STAMP).write_text(json.dumps(record, indent=2), encoding="utf-8")
         _swap(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

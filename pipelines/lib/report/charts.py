@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 from matplotlib import colors as mcolors  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 DPI = 90
@@ -148,6 +148,9 @@ def _draw_sweep(top, bottom, sweep: Sweep, unit: str, value_label: str, colors: 
     top.set_ylabel(f"{value_label} ({unit})")
     bottom.set_ylabel("ratio to baseline")
     bottom.set_xlabel(sweep.x_label)
+    # Few y ticks: each tick is a handful of artists, and drawing ticks is most of a chart's cost.
+    top.yaxis.set_major_locator(MaxNLocator(nbins=5))
+    bottom.yaxis.set_major_locator(MaxNLocator(nbins=3))
     if _is_wide(values):
         top.set_yscale("log")
         # 1-2-5 steps, so even a range narrower than a decade gets a few labels.
