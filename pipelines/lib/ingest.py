@@ -18,6 +18,7 @@ from typing import Callable
 import polars as pl
 
 from pipelines.lib import store
+from pipelines.lib.background import ahead
 from pipelines.lib.normalize import DistinctCache, normalize, raw_line
 from pipelines.lib.parse import FastPathRefused, Header, NotLigerCsv, iter_records, read_header
 from pipelines.lib.schemas import LIGER_COLUMNS, QUARANTINE, RUN_ROWS
@@ -27,6 +28,11 @@ from pipelines.lib.source import SnapshotRef
 # 2: broken quoting is quarantined, never repaired; schema drift warnings.
 NORMALIZER_VERSION = 2
 STAGING = "_staging"
+# Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
+RUN_ROWS_UNIQUE = (
+    "run_id", "name", "group_id", "value", "p20", "p80", "raw_p20", "raw_p50", "raw_p80",
+    "raw_y_value_50", "raw_y_value_20", "raw_y_value_80", "row_number",
+)  # fmt: skip
 META = "meta.json"
 
 
@@ -93,20 +99,26 @@ def _content_sha256(data: bytes | Path) -> str:
 
 
 def _write_parts(data: bytes | Path, header: Header, ref: SnapshotRef, folder: Path, cache: DistinctCache, careful: bool, rejected: str | None) -> tuple[int, int, int]:
-    """Normalize every chunk into folder/rows-N.parquet and quarantine-N.parquet; (rows, accepted, quarantined)."""
-    row_count = accepted = quarantined = 0
-    for index, records in enumerate(iter_records(data, header, careful=careful)):
+    """Normalize every chunk into folder/rows-N.parquet and quarantine-N.parquet; (rows, accepted, quarantined).
+
+    Reading, normalizing and writing run at the same time, each a chunk ahead of the next step."""
+
+    def split(records: pl.DataFrame) -> tuple[int, pl.DataFrame, pl.DataFrame]:
         if rejected:
-            out_rows = pl.DataFrame(schema=RUN_ROWS)
-            out_quarantine = _rejected_rows(records, header, ref.snapshot_id, rejected)
-        else:
-            normalized = normalize(
-                records, header, snapshot_id=ref.snapshot_id, source=ref.source, source_file=ref.source_file, cache=cache
-            )
-            out_rows, out_quarantine = normalized.rows, normalized.quarantine
-        store.write_parquet(out_rows, folder / f"rows-{index:05d}.parquet")
-        store.write_parquet(out_quarantine, folder / f"quarantine-{index:05d}.parquet")
-        row_count += records.height
+            return records.height, pl.DataFrame(schema=RUN_ROWS), _rejected_rows(records, header, ref.snapshot_id, rejected)
+        normalized = normalize(
+            records, header, snapshot_id=ref.snapshot_id, source=ref.source, source_file=ref.source_file, cache=cache
+        )
+        return records.height, normalized.rows, normalized.quarantine
+
+    row_count = accepted = quarantined = 0
+    chunks = ahead(split(records) for records in ahead(iter_records(data, header, careful=careful)))
+    for index, (height, out_rows, out_quarantine) in enumerate(chunks):
+        # Staged parts are read back whole by the assembly: no statistics.
+        with store.ParquetAppender(folder / f"rows-{index:05d}.parquet", RUN_ROWS, RUN_ROWS_UNIQUE, statistics=False) as part:
+            part.write(out_rows)
+        store.write_parquet(out_quarantine, folder / f"quarantine-{index:05d}.parquet", compression_level=1, statistics=False)
+        row_count += height
         accepted += out_rows.height
         quarantined += out_quarantine.height
     return row_count, accepted, quarantined

@@ -8,13 +8,15 @@ value and is kept in a `DistinctCache` shared by every chunk and snapshot.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from dataclasses import dataclass, field
+from typing import Callable
 
 import polars as pl
 
 from pipelines.lib import catalog, documents
-from pipelines.lib.canonical import NAME_MAX_CHARS, canonical_json, digest
+from pipelines.lib.canonical import NAME_MAX_CHARS, benchmark_name, canonical_json, digest
 from pipelines.lib.parse import PARSE_ERROR, RAW_TEXT, ROW_NUMBER, Header
 from pipelines.lib.schemas import LIGER_COLUMNS, QUARANTINE, REQUIRED_VALUES, RUN_ROWS
 from pipelines.lib.workload import ConfigError, build_workload, canonical_key
@@ -31,24 +33,89 @@ UNIT_CONVERSIONS = {
 }
 
 
+class Lookup:
+    """Answers per distinct key tuple, computed once each and kept as a frame that chunks join on.
+
+    `compute` gets the frame of keys not seen before and returns it with the answer
+    columns; the work is per distinct value however many rows share it.
+    """
+
+    def __init__(self, keys: list[str], schema: dict[str, pl.DataType], compute: Callable[[pl.DataFrame], pl.DataFrame]):
+        self.keys = keys
+        self.compute = compute
+        self.known = pl.DataFrame(schema={**{k: pl.String for k in keys}, **schema})
+
+    def attach(self, frame: pl.DataFrame) -> pl.DataFrame:
+        new = frame.select(self.keys).unique().join(self.known, on=self.keys, how="anti", nulls_equal=True)
+        if new.height:
+            self.known = pl.concat([self.known, self.compute(new).select(self.known.columns)], rechunk=True)
+        return frame.join(self.known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
+
+
+def per_key(function: Callable[..., tuple | str], names: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A Lookup compute that calls `function(*key)` for each new key and spreads its answer over `names`."""
+
+    def compute(keys: pl.DataFrame) -> pl.DataFrame:
+        answers = [answer if isinstance(answer, tuple) else (answer,) for answer in (function(*k) for k in keys.iter_rows())]
+        return keys.hstack(pl.DataFrame(answers, schema={n: pl.String for n in names}, orient="row"))
+
+    return compute
+
+
+WORKLOAD_FIELDS = ("workload", "workload_slug", "workload_digest", "x_key", "sweep_workload", "sweep_digest", "_config_error")
+BENCHMARK_FIELDS = ("benchmark", "kernel_title", "title", "protocol_digest", "_kernel_json")
+
+
+def _with_slug(compute: Callable[[pl.DataFrame], pl.DataFrame], column: str, text: pl.Expr) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    # Slugs are taken with polars' own lowercasing, the one every row got before.
+    return lambda keys: compute(keys).with_columns(_slug_expr(text).alias(column))
+
+
 @dataclass
 class DistinctCache:
-    """Answers per distinct value, shared across chunks and snapshots."""
+    """Answers per distinct value (config, GPU, benchmark, implementation), shared by every chunk and snapshot.
 
-    workloads: dict[tuple[str, str, str], tuple[str | None, ...]] = field(default_factory=dict)
-    environments: dict[str, str] = field(default_factory=dict)
-    protocols: dict[tuple[str, str], str] = field(default_factory=dict)
-    implementations: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    groups: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    Each grows with the distinct values seen, never with the rows.
+    """
+
+    workloads: Lookup = field(
+        default_factory=lambda: Lookup(
+            ["extra_benchmark_config_str", "x_name", "x_value"],
+            {n: pl.String for n in (*WORKLOAD_FIELDS, "_workload_name")},
+            _with_slug(per_key(lambda c, n, v: workload_fields(c, n, v), list(WORKLOAD_FIELDS)), "_workload_name", pl.col("workload_slug")),
+        )
+    )
+    environments: Lookup = field(
+        default_factory=lambda: Lookup(
+            ["gpu_name"],
+            {"environment_digest": pl.String, "_gpu_slug": pl.String},
+            _with_slug(per_key(environment_digest, ["environment_digest"]), "_gpu_slug", pl.col("gpu_name")),
+        )
+    )
+    benchmarks: Lookup = field(
+        default_factory=lambda: Lookup(
+            ["kernel", "provider", "pass", "metric"],
+            {n: pl.String for n in (*BENCHMARK_FIELDS, "_name_prefix")},
+            _with_slug(
+                per_key(benchmark_fields, list(BENCHMARK_FIELDS)),
+                "_name_prefix",
+                pl.format("liger {} {}", "benchmark", "provider"),
+            ),
+        )
+    )
+    implementations: Lookup = field(
+        default_factory=lambda: Lookup(
+            ["kernel", "provider", "liger_version"],
+            {"implementation_digest": pl.String},
+            per_key(implementation_digest, ["implementation_digest"]),
+        )
+    )
 
 
 @dataclass(frozen=True)
 class Normalized:
     rows: pl.DataFrame  # schema RUN_ROWS
     quarantine: pl.DataFrame  # schema QUARANTINE
-
-
-WORKLOAD_FIELDS = ("workload", "workload_slug", "workload_digest", "x_key", "sweep_workload", "sweep_digest", "_config_error")
 
 
 def workload_fields(config: str, x_name: str, x_value: str) -> tuple[str | None, ...]:
@@ -59,6 +126,13 @@ def workload_fields(config: str, x_name: str, x_value: str) -> tuple[str | None,
     x_key = canonical_key(x_name)
     sweep = {k: v for k, v in workload.params.items() if k != x_key}
     return (workload.canonical, workload.slug, workload.digest, x_key, canonical_json(sweep), digest(sweep), None)
+
+
+def benchmark_fields(kernel: str, provider: str, pass_: str, metric: str) -> tuple[str, ...]:
+    kernel_title = catalog.kernel_title(kernel)
+    title = f"{kernel_title} · {provider} · {pass_}" + (" · peak memory" if metric == "memory" else "")
+    kernel_json = canonical_json(kernel)
+    return (benchmark_name(kernel, pass_, metric), kernel_title, title, protocol_digest(metric, pass_), kernel_json)
 
 
 def environment_digest(gpu_name: str) -> str:
@@ -84,17 +158,27 @@ def group_id(kernel: str, workload_digest: str, protocol_digest_: str, environme
     )
 
 
-def _lookup(frame: pl.DataFrame, keys: list[str], cache: dict, compute, names: list[str]) -> pl.DataFrame:
-    """Join `names` onto `frame`, computing each distinct `keys` tuple once (and caching it)."""
-    distinct = frame.select(keys).unique()
-    values = []
-    for key in distinct.iter_rows():
-        if key not in cache:
-            cache[key] = compute(*key)
-        answer = cache[key]
-        values.append(answer if isinstance(answer, tuple) else (answer,))
-    looked_up = distinct.hstack(pl.DataFrame(values, schema={n: pl.String for n in names}, orient="row"))
-    return frame.join(looked_up, on=keys, how="left", nulls_equal=True)
+def _group_json() -> pl.Expr:
+    """The canonical JSON that `group_id` hashes, built per row: keys in sorted order, the digests
+    bare hex (nothing to escape) and the kernel already canonical JSON."""
+    return pl.concat_str(
+        pl.lit('{"environmentDigest":"'),
+        pl.col("environment_digest"),
+        pl.lit('","kernel":'),
+        pl.col("_kernel_json"),
+        pl.lit(',"protocolDigest":"'),
+        pl.col("protocol_digest"),
+        pl.lit('","workloadDigest":"'),
+        pl.col("workload_digest"),
+        pl.lit('"}'),
+    )
+
+
+def sha256_hex(texts: pl.Series) -> pl.Series:
+    """The sha256 of each text, hashed once per distinct text."""
+    distinct = texts.unique()
+    hashes = [hashlib.sha256(text.encode()).hexdigest() for text in distinct.to_list()]
+    return texts.replace_strict(distinct, pl.Series(hashes, dtype=pl.String), return_dtype=pl.String)
 
 
 def _slug_expr(expr: pl.Expr) -> pl.Expr:
@@ -114,27 +198,38 @@ def _y_number(column: str) -> pl.Expr:
     return pl.when(_y_missing(column)).then(None).otherwise(_y_text(column).cast(pl.Float64, strict=False))
 
 
-def _reasons() -> pl.Expr:
-    required = [
-        pl.when(pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")).then(pl.lit(c)) for c in REQUIRED_VALUES
-    ]
-    empty = pl.concat_str(required, separator=", ", ignore_nulls=True)
+def _blank(column: str) -> pl.Expr:
+    return pl.col(column).is_null() | (pl.col(column).str.strip_chars() == "")
+
+
+def _problems() -> list[tuple[pl.Expr, pl.Expr]]:
+    """(whether a row has it, what the reason says) for each way a row fails; the y columns are parsed already."""
+    empty = pl.concat_str([pl.when(_blank(c)).then(pl.lit(c)) for c in REQUIRED_VALUES], separator=", ", ignore_nulls=True)
     bad_time = pl.col("timestamp").is_not_null() & (pl.col("timestamp") != "") & (
         ~pl.col("timestamp").str.contains(TIMESTAMP_PATTERN) | pl.col("_observed_at").is_null()
     )
-    y_reasons = [
-        pl.when(~_y_missing(c) & (_y_number(c).is_null() | _y_number(c).is_infinite())).then(
-            pl.format("{} {} is neither a number nor missing", pl.lit(c), pl.col(c).str.slice(0, 80))
-        )
-        for c in Y_COLUMNS.values()
+    problems = [
+        (pl.any_horizontal([_blank(c) for c in REQUIRED_VALUES]), pl.format("required field(s) empty: {}", empty)),
+        (bad_time, pl.format("timestamp {} is not in the form YYYY-MM-DD HH:MM:SS", pl.col("timestamp").str.slice(0, 40))),
+        *[
+            (
+                ~_y_missing(c) & (pl.col(f"raw_p{q}").is_null() | pl.col(f"raw_p{q}").is_infinite()),
+                pl.format("{} {} is neither a number nor missing", pl.lit(c), pl.col(c).str.slice(0, 80)),
+            )
+            for q, c in Y_COLUMNS.items()
+        ],
+        (pl.col("_config_error").is_not_null(), pl.col("_config_error")),
     ]
-    parts = [
-        pl.when(empty != "").then(pl.format("required field(s) empty: {}", empty)),
-        pl.when(bad_time).then(pl.format("timestamp {} is not in the form YYYY-MM-DD HH:MM:SS", pl.col("timestamp").str.slice(0, 40))),
-        *y_reasons,
-        pl.col("_config_error"),
-    ]
-    reason = pl.concat_str(parts, separator="; ", ignore_nulls=True)
+    return [(condition.fill_null(False), text) for condition, text in problems]
+
+
+def _is_bad() -> pl.Expr:
+    # Cheap booleans for every row; the reason texts are built only for the rows that fail.
+    return pl.any_horizontal(pl.col(PARSE_ERROR).is_not_null(), *[condition for condition, _ in _problems()]).alias("_bad")
+
+
+def _reasons() -> pl.Expr:
+    reason = pl.concat_str([pl.when(condition).then(text) for condition, text in _problems()], separator="; ", ignore_nulls=True)
     # A row that could not be split into fields has no field worth judging.
     return pl.coalesce(pl.col(PARSE_ERROR), pl.when(reason != "").then(reason)).alias("_reason")
 
@@ -168,15 +263,13 @@ def normalize(
         .dt.replace_time_zone("UTC")
         .alias("_observed_at"),
     )
-    frame = _lookup(
-        frame.with_columns(pl.col("extra_benchmark_config_str", "x_name", "x_value").fill_null("")),
-        ["extra_benchmark_config_str", "x_name", "x_value"],
-        cache.workloads,
-        workload_fields,
-        list(WORKLOAD_FIELDS),
-    ).with_columns(_reasons())
+    frame = cache.workloads.attach(
+        frame.with_columns(pl.col("extra_benchmark_config_str", "x_name", "x_value").fill_null(""))
+    )
+    frame = frame.with_columns(*[_y_number(c).alias(f"raw_p{q}") for q, c in Y_COLUMNS.items()])
+    frame = frame.with_columns(_is_bad())
 
-    bad = frame.filter(pl.col("_reason").is_not_null())
+    bad = frame.filter(pl.col("_bad")).with_columns(_reasons())
     quarantine = pl.DataFrame(
         {
             "snapshot_id": [snapshot_id] * bad.height,
@@ -186,7 +279,7 @@ def normalize(
         },
         schema=QUARANTINE,
     )
-    good = frame.filter(pl.col("_reason").is_null())
+    good = frame.filter(~pl.col("_bad"))
     return Normalized(rows=_run_rows(good, snapshot_id, source, source_file, cache), quarantine=quarantine)
 
 
@@ -206,41 +299,23 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, source: str, source_file: st
             "_observed_at": "observed_at",
         }
     )
-    good = _lookup(good, ["gpu_name"], cache.environments, environment_digest, ["environment_digest"])
-    good = _lookup(good, ["metric", "pass"], cache.protocols, protocol_digest, ["protocol_digest"])
-    good = _lookup(
-        good, ["kernel", "provider", "liger_version"], cache.implementations, implementation_digest, ["implementation_digest"]
-    )
-    good = _lookup(
-        good,
-        ["kernel", "workload_digest", "protocol_digest", "environment_digest"],
-        cache.groups,
-        group_id,
-        ["group_id"],
-    )
-    titles = {k: catalog.kernel_title(k) for k in good["kernel"].unique().to_list()}
-    conversions = pl.DataFrame(
-        [(m, u, cm, cu, f) for (m, u), (cm, cu, f) in UNIT_CONVERSIONS.items()],
-        schema={"metric": pl.String, "raw_unit": pl.String, "_metric": pl.String, "unit": pl.String, "_factor": pl.Float64},
-        orient="row",
-    )
-    good = good.join(conversions, on=["metric", "raw_unit"], how="left").with_columns(
-        pl.col("unit").fill_null(pl.col("raw_unit")),
-        *[_y_number(f"raw_y_value_{q}").alias(f"raw_p{q}") for q in Y_COLUMNS],
-    )
+    good = cache.environments.attach(good)
+    good = cache.benchmarks.attach(good)
+    good = cache.implementations.attach(good)
+    good = good.with_columns(sha256_hex(good.select(_group_json()).to_series()).alias("group_id"))
+    factor, unit = pl.when(False).then(None), pl.when(False).then(None)
+    for (metric, raw_unit), (_, canonical_unit, scale) in UNIT_CONVERSIONS.items():
+        known = (pl.col("metric") == metric) & (pl.col("raw_unit") == raw_unit)
+        factor, unit = factor.when(known).then(pl.lit(scale)), unit.when(known).then(pl.lit(canonical_unit))
 
     def canonical(q: str) -> pl.Expr:
         raw = pl.col(f"raw_p{q}")
         return pl.when(pl.col("_factor").is_null()).then(raw).otherwise((raw * pl.col("_factor")).round(0))
 
-    benchmark = (
-        pl.when(pl.col("metric") == "speed")
-        .then(pl.format("{}/{}", "kernel", "pass"))
-        .otherwise(pl.format("{}/{}/{}", "kernel", "pass", "metric"))
+    good = good.with_columns(
+        factor.otherwise(pl.lit(None, pl.Float64)).alias("_factor"), unit.otherwise(pl.col("raw_unit")).alias("unit")
     )
     good = good.with_columns(
-        benchmark.alias("benchmark"),
-        pl.col("kernel").replace_strict(titles, return_dtype=pl.String).alias("kernel_title"),
         pl.when(pl.col("raw_p50").is_null()).then(pl.lit("failed")).otherwise(pl.lit("passed")).alias("status"),
         canonical("50").alias("value"),
         canonical("20").alias("p20"),
@@ -248,27 +323,25 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, source: str, source_file: st
         pl.lit(source).alias("source"),
         pl.lit(source_file).alias("source_file"),
         pl.lit(snapshot_id).alias("snapshot_id"),
-    )
-    good = good.with_columns(
         pl.format(
             "{}/{}/{}/{}/{}",
             "benchmark",
             "provider",
-            _slug_expr(pl.col("gpu_name")),
+            "_gpu_slug",
             "workload_slug",
             pl.col("raw_timestamp").str.replace_all(r"[^0-9]+", "-"),
         ).alias("run_id"),
-        _slug_expr(pl.format("liger {} {} {} {}", "benchmark", "provider", "gpu_name", "workload_slug"))
+        # slug("liger {benchmark} {provider} {gpu} {workload slug}") is the slugs of its parts joined by
+        # `-` (a separator run becomes one `-`, and slugs have none at their ends), empty parts left out.
+        pl.concat_str(
+            "_name_prefix",
+            *[pl.when(pl.col(c) != "").then(pl.col(c)) for c in ("_gpu_slug", "_workload_name")],
+            separator="-",
+            ignore_nulls=True,
+        )
         .str.slice(0, NAME_MAX_CHARS)
         .str.strip_chars_end("-")
         .alias("name"),
-        pl.format(
-            "{} · {} · {}{}",
-            "kernel_title",
-            "provider",
-            "pass",
-            pl.when(pl.col("metric") == "memory").then(pl.lit(" · peak memory")).otherwise(pl.lit("")),
-        ).alias("title"),
     )
     return good.select(RUN_ROWS.names()).cast(RUN_ROWS)
 

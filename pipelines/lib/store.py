@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 import polars as pl
+import pyarrow.parquet as pq
 
 JOURNAL = "_journal.json"
 LOCK = ".writer.lock"
@@ -57,12 +58,51 @@ def write_json_atomic(final: Path, value: object) -> None:
     write_bytes_atomic(final, json.dumps(value, indent=2, sort_keys=True, default=str).encode())
 
 
-def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: Path) -> None:
+def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: Path, compression_level: int | None = None, statistics: bool = True) -> None:
     if isinstance(frame, pl.LazyFrame):
-        frame.sink_parquet(path, compression="zstd", engine="streaming")
+        frame.sink_parquet(path, compression="zstd", compression_level=compression_level, statistics=statistics, engine="streaming")
     else:
-        frame.write_parquet(path, compression="zstd", statistics=True)
+        frame.write_parquet(path, compression="zstd", compression_level=compression_level, statistics=statistics)
     fsync_file(path)
+
+
+class ParquetAppender:
+    """One Parquet file written frame by frame, so a table bigger than memory is written without holding it.
+
+    Every frame must have `schema`; zstd at Arrow's default level, which is several times faster to
+    write than polars' default and reads back the same. Columns named `unique` (nearly every value
+    distinct) get no dictionary, which would only be built to be dropped, and, when they are texts,
+    no min/max statistics, which cost as much as compressing them and prune nothing. The other
+    columns' dictionaries make the file cheaper to write and to read back.
+    """
+
+    def __init__(self, path: Path, schema: pl.Schema, unique: tuple[str, ...] = (), compression: str = "zstd", statistics: bool = True):
+        self.path = path
+        self.rows = 0
+        self._schema = pl.DataFrame(schema=schema).to_arrow(compat_level=pl.CompatLevel.newest()).schema
+        self._writer = pq.ParquetWriter(
+            path,
+            self._schema,
+            compression=compression,
+            use_dictionary=[c for c in schema if c not in unique],
+            write_statistics=[c for c in schema if not (c in unique and schema[c] == pl.String)] if statistics else False,
+        )
+
+    def __enter__(self) -> "ParquetAppender":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def write(self, frame: pl.DataFrame) -> None:
+        if frame.height:
+            self._writer.write_table(frame.to_arrow(compat_level=pl.CompatLevel.newest()).cast(self._schema))
+            self.rows += frame.height
+
+    def close(self) -> None:
+        if self._writer.is_open:
+            self._writer.close()
+            fsync_file(self.path)
 
 
 def commit_files(directory: Path, staged: dict[str, Path]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -104,8 +105,15 @@ def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesRepo
     present = all((warehouse / f"{name}.parquet").exists() for name in TABLE_NAMES)
     if present and state.get("fingerprint") == print_:
         return TablesReport(rewritten=False, row_counts=state.get("row_counts", {}))
-    frames = tables.assemble(warehouse, files_at_head)
-    store.commit_tables(warehouse, frames)
-    counts = {name: frame.height for name, frame in frames.items()}
+    # The tables are written straight into a scratch folder of the warehouse (swept by store.recover if
+    # the run dies), then renamed into place together.
+    scratch = store.temp_path(warehouse / "_tables")
+    scratch.mkdir(parents=True)
+    try:
+        files = tables.write_tables(warehouse, files_at_head, scratch)
+        store.commit_files(warehouse, {f"{name}.parquet": file.path for name, file in files.items()})
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    counts = {name: file.rows for name, file in files.items()}
     store.write_json_atomic(state_path, {"fingerprint": print_, "row_counts": counts})
     return TablesReport(rewritten=True, row_counts=counts)

@@ -1,0 +1,293 @@
+"""`python -m pipelines.bench --rows N`: how close the pipeline runs to what the machine allows.
+
+Every phase runs in a fresh process of its own (its peak RSS and CPU time are
+that process's alone, read with os.wait4) and is set against a floor measured
+in the same run:
+
+- normalize: a synthetic Liger CSV of N rows (pipelines.lib.synthetic, cached
+  under --data-dir) ingested as the pipeline ingests a CSV source (sync, stage,
+  assemble and commit the SPEC tables), against polars reading the same file
+  and writing it as zstd Parquet;
+- materialize and no-change re-run: `python -m pipelines materialize` of the
+  real history (the bundle in ../shared, or --source), against three trivial
+  assets materialized in-process by Dagster with the same instance config;
+- statistics: warehouse_db.build_database over the normalized warehouse; its
+  statistics SQL is set against one DuckDB GROUP BY with two quantiles over the
+  same runs table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pipelines.lib import settings
+
+DEFAULT_BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-benchmark-data.bundle"
+FLOOR_GROUP_BY = (
+    "CREATE TEMP TABLE floor AS SELECT group_id, quantile_cont(value, 0.2) AS p20, quantile_cont(value, 0.8) AS p80 "
+    "FROM runs WHERE status = 'passed' GROUP BY ALL"
+)
+
+
+@dataclass
+class Phase:
+    name: str
+    floor: str | None  # the phase it is set against
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    rows: int | None = None
+    detail: dict | None = None
+
+    @property
+    def s_per_million(self) -> float | None:
+        return self.wall_s / self.rows * 1e6 if self.rows else None
+
+
+# ---------------------------------------------------------------- phases, each run in its own process
+
+
+def _phase_floor_csv(csv: str, out: str) -> dict:
+    import polars as pl
+
+    # All columns as text, as the pipeline reads them (and as the x_value column needs: `llama_3_8b`).
+    pl.scan_csv(csv, infer_schema=False).sink_parquet(out, compression="zstd")
+    return {}
+
+
+def _phase_normalize(csv: str, warehouse: str) -> dict:
+    from pipelines.lib import store
+    from pipelines.lib.warehouse import SourceSettings, build_tables, stage_new, sync
+
+    folder = Path(warehouse)
+    source = SourceSettings(csv, settings.DEFAULT_BRANCH, settings.DEFAULT_FILE_GLOB, folder.parent / "cache")
+    with store.writer_lock(folder):
+        started = time.perf_counter()
+        listing = sync(folder, source)
+        stage_new(folder, source, listing)
+        staged = time.perf_counter()
+        report = build_tables(folder, list(listing.files_at_head))
+    return {"stage_s": staged - started, "tables_s": time.perf_counter() - staged, "row_counts": report.row_counts}
+
+
+def _phase_dagster_floor() -> dict:
+    import dagster as dg
+
+    @dg.asset
+    def a() -> int:
+        return 1
+
+    @dg.asset
+    def b(a: int) -> int:
+        return a + 1
+
+    @dg.asset
+    def c(b: int) -> int:
+        return b + 1
+
+    os.chdir(os.environ["DAGSTER_HOME"])
+    with dg.DagsterInstance.get() as instance:
+        result = dg.materialize([a, b, c], instance=instance)
+    if not result.success:
+        raise RuntimeError("the trivial Dagster materialization failed")
+    return {}
+
+
+def _phase_statistics(warehouse: str) -> dict:
+    from pipelines.lib import warehouse_db
+
+    timed: dict[str, float] = {}
+    create = warehouse_db._create_statistics
+
+    def create_timed(con, baselines):
+        started = time.perf_counter()
+        create(con, baselines)
+        timed["sql_s"] = time.perf_counter() - started
+
+    warehouse_db._create_statistics = create_timed
+    counts = warehouse_db.build_database(Path(warehouse), settings.baselines())
+    return {"sql_s": timed["sql_s"], "runs": counts["runs"]}
+
+
+def _phase_statistics_floor(warehouse: str) -> dict:
+    import duckdb
+
+    from pipelines.lib import warehouse_db
+
+    with duckdb.connect(str(warehouse_db.database_path(Path(warehouse))), read_only=True) as con:
+        started = time.perf_counter()
+        con.execute(FLOOR_GROUP_BY)
+        seconds = time.perf_counter() - started
+        (groups,) = con.execute("SELECT count(*) FROM floor").fetchone()
+    return {"sql_s": seconds, "groups": groups}
+
+
+PHASES = {
+    "floor-csv": _phase_floor_csv,
+    "normalize": _phase_normalize,
+    "dagster-floor": _phase_dagster_floor,
+    "statistics": _phase_statistics,
+    "statistics-floor": _phase_statistics_floor,
+}
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def measure(name: str, command: list[str], env: dict[str, str] | None = None, floor: str | None = None, rows: int | None = None) -> Phase:
+    """Run `command` in a new process; its wall time, CPU time and peak RSS, and what it printed last as JSON."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=output, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        text = output.read().decode(errors="replace")
+    if process.returncode != 0:
+        raise RuntimeError(f"phase {name} failed (exit {process.returncode}):\n{text[-3000:]}")
+    detail = _last_json(text)
+    return Phase(name, floor, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, rows, detail)
+
+
+def _last_json(text: str) -> dict | None:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return None
+
+
+def _phase_command(phase: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines.bench", "--phase", phase, *args]
+
+
+def _history_env(root: Path, source: Path) -> dict[str, str]:
+    """A fresh warehouse, clone cache and Dagster home (the project's dagster.yaml) for the real history."""
+    home = root / "dagster-home"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    return {
+        "DAGSTER_HOME": str(home),
+        "WAREHOUSE_DIR": str(root / "warehouse"),
+        "LIGER_CACHE_DIR": str(root / "cache"),
+        "LIGER_SOURCE": str(source),
+    }
+
+
+def run(rows: int, seed: int, data_dir: Path, work: Path, source: Path | None, history: bool = True, statistics: bool = True) -> list[Phase]:
+    from pipelines.lib import synthetic
+
+    csv = synthetic.cached_csv(data_dir, rows, seed)
+    phases = [
+        measure("floor: polars CSV -> zstd Parquet", _phase_command("floor-csv", str(csv), str(work / "floor.parquet")), rows=rows),
+        measure("normalize (stage + tables)", _phase_command("normalize", str(csv), str(work / "synthetic" / "warehouse")),
+                floor="floor: polars CSV -> zstd Parquet", rows=rows),
+    ]  # fmt: skip
+    if statistics:
+        warehouse = str(work / "synthetic" / "warehouse")
+        stats = measure("statistics (build_database)", _phase_command("statistics", warehouse), rows=rows)
+        floor = measure("floor: DuckDB GROUP BY, 2 quantiles", _phase_command("statistics-floor", warehouse), rows=rows)
+        sql = Phase("statistics SQL alone", floor.name, stats.detail["sql_s"], 0.0, stats.peak_rss_mb, rows)
+        floor_sql = Phase(floor.name, None, floor.detail["sql_s"], floor.cpu_s, floor.peak_rss_mb, rows)
+        phases += [stats, floor_sql, sql]
+    if history and source is not None:
+        root = work / "history"
+        env = _history_env(root, source)
+        floor_env = {**env, "DAGSTER_HOME": str(Path(env["DAGSTER_HOME"]).with_name("dagster-floor-home"))}
+        Path(floor_env["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+        shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", Path(floor_env["DAGSTER_HOME"]) / "dagster.yaml")
+        floor = measure("floor: trivial 3-asset Dagster run", _phase_command("dagster-floor"), env=floor_env)
+        materialize = [sys.executable, "-m", "pipelines", "materialize"]
+        first = measure("materialize real history", materialize, env=env, floor=floor.name)
+        again = measure("no-change re-run", materialize, env=env, floor=floor.name)
+        history_rows = _history_rows(Path(env["WAREHOUSE_DIR"]))
+        first.rows = again.rows = history_rows
+        phases += [floor, first, again]
+    return phases
+
+
+def _history_rows(warehouse: Path) -> int | None:
+    import polars as pl
+
+    snapshots = warehouse / "snapshots.parquet"
+    return int(pl.read_parquet(snapshots)["row_count"].sum()) if snapshots.exists() else None
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def ratios(phases: list[Phase]) -> dict[str, float | None]:
+    by_name = {p.name: p for p in phases}
+
+    def ratio(name: str) -> float | None:
+        phase = by_name.get(name)
+        floor = by_name.get(phase.floor) if phase and phase.floor else None
+        return round(phase.wall_s / floor.wall_s, 2) if phase and floor and floor.wall_s > 0 else None
+
+    normalize = by_name.get("normalize (stage + tables)")
+    return {
+        "normalize_ratio": ratio("normalize (stage + tables)"),
+        "normalize_peak_rss_mb": round(normalize.peak_rss_mb, 1) if normalize else None,
+        "materialize_ratio": ratio("materialize real history"),
+        "noop_ratio": ratio("no-change re-run"),
+        "stats_ratio": ratio("statistics SQL alone"),
+    }
+
+
+def table(phases: list[Phase]) -> str:
+    by_name = {p.name: p for p in phases}
+    head = f"| {'phase':38} | {'wall s':>8} | {'s / M rows':>10} | {'CPU s':>7} | {'peak RSS MB':>11} | {'ratio to floor':>14} |"
+    lines = [head, "|" + "|".join("-" * (len(cell)) for cell in head.split("|")[1:-1]) + "|"]
+    for p in phases:
+        floor = by_name.get(p.floor) if p.floor else None
+        ratio = f"{p.wall_s / floor.wall_s:.2f}x" if floor and floor.wall_s > 0 else ("floor" if p.name.startswith("floor") else "")
+        per_million = f"{p.s_per_million:.2f}" if p.s_per_million is not None else ""
+        cpu = f"{p.cpu_s:.1f}" if p.cpu_s else ""
+        lines.append(f"| {p.name:38} | {p.wall_s:8.2f} | {per_million:>10} | {cpu:>7} | {p.peak_rss_mb:11.0f} | {ratio:>14} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic CSV (default 100000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path, default=settings.PROJECT_ROOT / "data" / "bench",
+                        help="where synthetic CSVs are cached (default data/bench)")  # fmt: skip
+    parser.add_argument("--work-dir", type=Path, help="where warehouses are built (default: a temporary folder, removed)")
+    parser.add_argument("--source", type=Path, default=DEFAULT_BUNDLE, help="the real history (default: the shared bundle)")
+    parser.add_argument("--no-history", action="store_true", help="skip the real-history phases")
+    parser.add_argument("--no-statistics", action="store_true", help="skip the statistics phases")
+    parser.add_argument("--json", action="store_true", help="also print one JSON object with the ratios and every phase")
+    parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.phase:
+        print(json.dumps(PHASES[args.phase[0]](*args.phase[1:]), default=str))
+        return 0
+    source = args.source if args.source and args.source.exists() else None
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="liger-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        phases = run(args.rows, args.seed, args.data_dir, work, source, not args.no_history, not args.no_statistics)
+    finally:
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{args.rows:,} synthetic rows (seed {args.seed}); real history: {source or 'not found, skipped'}")
+    print(table(phases))
+    summary = ratios(phases)
+    print("ratios: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+    if args.json:
+        print(json.dumps({**summary, "rows": args.rows, "phases": [asdict(p) for p in phases]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The benchmark runs end to end at a tiny size, and the streamed normalization (many small chunks and
+buckets) gives exactly the tables the in-memory one (one chunk, one bucket) gives. No timing is asserted."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import liger_csv, liger_row
+from polars.testing import assert_frame_equal
+
+from pipelines.lib import parse, settings, store, synthetic, tables
+from pipelines.lib.background import ahead
+from pipelines.lib.ingest import staging_dir
+from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+
+RATIOS = ("normalize_ratio", "normalize_peak_rss_mb", "materialize_ratio", "noop_ratio", "stats_ratio")
+
+
+def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
+    upstream_repo.commit({"benchmark/data/all_benchmark_data.csv": liger_csv(liger_row(), liger_row(x_value="2048"))}, "data")
+    rows = 1500
+    command = [
+        sys.executable, "-m", "pipelines.bench", "--rows", str(rows), "--json",
+        "--data-dir", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--source", str(upstream_repo.path),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=settings.PROJECT_ROOT, timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    for key in RATIOS:
+        assert isinstance(summary[key], float) and math.isfinite(summary[key]) and summary[key] > 0, (key, summary[key])
+    phases = {phase["name"]: phase for phase in summary["phases"]}
+    for name in ("normalize (stage + tables)", "floor: polars CSV -> zstd Parquet", "materialize real history", "no-change re-run"):
+        assert f"| {name}" in done.stdout, f"the table has no row for {name}"
+        assert phases[name]["wall_s"] > 0 and phases[name]["peak_rss_mb"] > 0
+
+    # The normalization phase ran the pipeline on the generated file: every row is accounted for.
+    counts = phases["normalize (stage + tables)"]["detail"]["row_counts"]
+    assert counts["run_snapshots"] + counts["quarantine"] == rows
+    snapshots = pl.read_parquet(tmp_path / "work" / "synthetic" / "warehouse" / "snapshots.parquet")
+    assert snapshots["row_count"].to_list() == [rows]
+    assert phases["materialize real history"]["rows"] == phases["no-change re-run"]["rows"] == 2
+    assert phases["statistics (build_database)"]["detail"]["runs"] == counts["runs"]
+    # The file is cached for the next run, and generated the same way each time.
+    cached = synthetic.cached_csv(tmp_path / "data", rows)
+    assert cached.read_bytes() == synthetic.write_csv(tmp_path / "again.csv", rows).read_bytes()
+
+
+def with_clashing_runs(path: Path, copies: int = 40) -> Path:
+    """Append rows whose keys differ from earlier rows only in what slugs drop (a GPU name's trailing
+    space), so their run ids clash and are made unique with a suffix."""
+    with open(path, newline="") as handle:
+        rows = list(csv.reader(handle))
+    header, body = rows[0], rows[1 : copies + 1]
+    gpu = header.index("gpu_name")
+    with open(path, "a", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        for row in body:
+            writer.writerow([*row[:gpu], row[gpu] + " ", *row[gpu + 1 :]])
+    return path
+
+
+def normalize_into(warehouse: Path, source: Path) -> Path:
+    settings_ = SourceSettings(str(source), "main", "*.csv", warehouse.parent / "cache")
+    with store.writer_lock(warehouse):
+        listing = sync(warehouse, settings_)
+        stage_new(warehouse, settings_, listing)
+        build_tables(warehouse, list(listing.files_at_head))
+    return warehouse
+
+
+def test_streamed_normalization_equals_the_in_memory_one(tmp_path, monkeypatch):
+    source = with_clashing_runs(synthetic.write_csv(tmp_path / "synthetic.csv", 3000, seed=3))
+    whole = normalize_into(tmp_path / "whole" / "warehouse", source)
+
+    monkeypatch.setattr(parse, "BATCH_BYTES", 8192)
+    monkeypatch.setattr(tables, "BUCKET_ROWS", 200)
+    monkeypatch.setattr(tables, "FLUSH_ROWS", 300)
+    streamed = normalize_into(tmp_path / "streamed" / "warehouse", source)
+
+    assert len(list(staging_dir(streamed).glob("*/rows-*.parquet"))) > 50, "the file was not read in many chunks"
+    assert len(list(staging_dir(whole).glob("*/rows-*.parquet"))) == 1
+    for name in TABLE_NAMES:
+        assert_frame_equal(
+            pl.read_parquet(whole / f"{name}.parquet"), pl.read_parquet(streamed / f"{name}.parquet"), check_exact=True
+        )
+    runs = pl.read_parquet(streamed / "runs.parquet")
+    assert runs["run_id"].str.contains("~").sum() == 80, "the clashing runs did not get suffixed ids"
+    assert runs["run_id"].is_sorted() and runs["run_id"].is_unique().all()
+
+
+def test_ahead_hands_over_items_errors_and_stops_its_producer():
+    assert list(ahead(iter(range(50)), depth=2)) == list(range(50))
+
+    def failing():
+        yield 1
+        raise ValueError("broken at the second item")
+
+    got = []
+    with pytest.raises(ValueError, match="second item"):
+        for item in ahead(failing()):
+            got.append(item)
+    assert got == [1]
+
+    closed = threading.Event()
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed.set()
+
+    for item in ahead(endless()):
+        if item == 3:
+            break
+    assert closed.wait(5), "the producer was not closed when the consumer stopped"
