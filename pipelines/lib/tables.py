@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import shutil
 import tempfile
@@ -13,9 +12,9 @@ from pathlib import Path
 from typing import Iterator
 
 import polars as pl
-import pyarrow as pa
 
 from pipelines.lib import catalog, documents, schemas, store
+from pipelines.lib.background import ahead
 from pipelines.lib.canonical import canonical_json, digest
 from pipelines.lib.ingest import RUN_ROWS_UNIQUE, SnapshotMeta, snapshot_key, staged_metas, staging_dir
 from pipelines.lib.normalize import UNIT_CONVERSIONS
@@ -26,9 +25,12 @@ BUCKET_ROWS = 150_000
 # Rows partitioned into buckets before they are appended to the buckets' files.
 FLUSH_ROWS = 100_000
 SAMPLES_PER_BUCKET = 200
+SAMPLED_PARTS = 64
 ROWS_PER_SNAPSHOT = 1 << 40
 RUNS_UNIQUE = RUN_ROWS_UNIQUE
 MEASUREMENTS_UNIQUE = ("run_id", "value", "raw_value")
+# Rows whose run got a suffixed id, for run_snapshots.
+RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
 # The run key of SPEC section 2, in the column names of RUN_ROWS.
 RUN_KEY = ("kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
 
@@ -124,24 +126,14 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     gpus: set[str] = set()
     metric_passes: set[tuple[str, str]] = set()
     renamed: list[pl.DataFrame] = []
-    carry = pl.DataFrame(schema=schemas.RUNS)
     try:
-        bounds = _bucket_bounds(row_parts, accepted)
-        for bucket_index, rows in enumerate(_buckets(row_parts, bounds, scratch)):
-            runs, renamed_rows = _runs(rows)
+        # Reading a bucket, deduplicating the one before and writing the one before that run at once.
+        for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch)):
             renamed.append(renamed_rows)
-            if not carry.is_empty():
-                runs = pl.concat([carry, runs]).sort("run_id")
-            # A suffixed id can sort past the next range's first ids; it then waits for that bucket.
-            if bucket_index < len(bounds) and runs.height and runs["run_id"][-1] >= bounds[bucket_index]:
-                beyond = pl.col("run_id") >= bounds[bucket_index]
-                carry, runs = runs.filter(beyond), runs.filter(~beyond)
             runs_writer.write(runs)
             measurements_writer.write(measurements(runs))
             gpus.update(runs["gpu_name"].unique().to_list())
             metric_passes.update(runs.select("metric", "pass").unique().rows())
-        runs_writer.write(carry)
-        measurements_writer.write(measurements(carry))
     finally:
         runs_writer.close()
         measurements_writer.close()
@@ -163,14 +155,31 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     return {name: files[name] for name in schemas.TABLES}
 
 
+def _sorted_runs(parts: list[StagedPart], bounds: list[str], scratch: Path) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Each bucket's runs (see `_runs`), in run_id order from one bucket to the next."""
+    carry = pl.DataFrame(schema=schemas.RUNS)
+    for bucket_index, rows in enumerate(ahead(_buckets(parts, bounds, scratch))):
+        runs, renamed_rows = _runs(rows)
+        if not carry.is_empty():
+            runs = pl.concat([carry, runs]).sort("run_id")
+        # A suffixed id can sort past the next range's first ids; it then waits for that bucket.
+        if bucket_index < len(bounds) and runs.height and runs["run_id"][-1] >= bounds[bucket_index]:
+            beyond = pl.col("run_id") >= bounds[bucket_index]
+            carry, runs = runs.filter(beyond), runs.filter(~beyond)
+        yield runs, renamed_rows
+    yield carry, pl.DataFrame(schema=RENAMED)
+
+
 def _bucket_bounds(parts: list[StagedPart], rows: int) -> list[str]:
     """Run ids that cut the staged rows into ranges of about BUCKET_ROWS rows each, from a sample of them."""
     buckets = -(-rows // BUCKET_ROWS)
     if buckets <= 1:
         return []
-    every = max(1, rows // (buckets * SAMPLES_PER_BUCKET))
+    # From up to SAMPLED_PARTS parts spread over the history: reading every part's run ids costs a pass.
+    sampled = parts[:: max(1, len(parts) // SAMPLED_PARTS)]
+    every = max(1, rows * len(sampled) // len(parts) // (buckets * SAMPLES_PER_BUCKET))
     sample = (
-        pl.scan_parquet([p.path for p in parts], schema=schemas.RUN_ROWS)
+        pl.scan_parquet([p.path for p in sampled], schema=schemas.RUN_ROWS)
         .select("run_id")
         .gather_every(every)
         .collect(engine="streaming")["run_id"]
@@ -190,8 +199,7 @@ def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path) -> Itera
     with _BucketFiles(scratch) as files:
         pending: dict[int, list[pl.DataFrame]] = {}
         held = 0
-        for part in parts:
-            frame = _with_history(_read_part(part, schemas.RUN_ROWS), part)
+        for frame in ahead(_with_history(_read_part(part, schemas.RUN_ROWS), part) for part in parts):
             frame = frame.with_columns(cut.search_sorted(pl.col("run_id"), side="right").alias("_bucket"))
             for (bucket,), piece in frame.partition_by("_bucket", as_dict=True, include_key=False).items():
                 pending.setdefault(bucket, []).append(piece)
@@ -234,13 +242,6 @@ def _bucket_path(folder: Path, bucket: int) -> Path:
     return folder / f"{bucket:05d}.parquet"
 
 
-def _mapped(path: Path) -> pl.DataFrame:
-    with pa.memory_map(str(path)) as source:
-        frame = pl.from_arrow(pa.ipc.open_file(source).read_all())
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
-
 def _runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The distinct runs among `rows`, sorted by run_id: each run's first occurrence in history with its
     provenance, ids made unique; and (snapshot_id, row_number, run_id) of the rows whose run got a new id."""
@@ -259,7 +260,7 @@ def _runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         provenance["last_seen_snapshot"],
         provenance["in_latest"],
     )
-    renamed_rows = pl.DataFrame(schema={"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
+    renamed_rows = pl.DataFrame(schema=RENAMED)
     neighbours = (pl.col("run_id") == pl.col("run_id").shift(1)) | (pl.col("run_id") == pl.col("run_id").shift(-1))
     if runs.select(neighbours.fill_null(False).any()).item():
         runs = _disambiguate(runs).sort("run_id")
@@ -296,8 +297,7 @@ def _write_run_snapshots(parts: list[StagedPart], renamed: pl.DataFrame, path: P
     """Which run each accepted row is, in history order, part by part."""
     writer = store.ParquetAppender(path, schemas.RUN_SNAPSHOTS)
     try:
-        for part in parts:
-            frame = _read_part(part, schemas.RUN_ROWS, ["run_id", "snapshot_id", "row_number"])
+        for frame in ahead(_read_part(part, schemas.RUN_ROWS, ["run_id", "snapshot_id", "row_number"]) for part in parts):
             if not renamed.is_empty():
                 frame = frame.join(renamed, on=["snapshot_id", "row_number"], how="left", suffix="_new", maintain_order="left")
                 frame = frame.with_columns(pl.coalesce("run_id_new", "run_id").alias("run_id"))
