@@ -133,19 +133,20 @@ def run_document(run: dict[str, Any], measurements: list[dict[str, Any]]) -> dic
     }
 
 
-def protocol_document(row: dict[str, Any]) -> dict[str, Any]:
+def _named_document(kind: str, row: dict[str, Any]) -> dict[str, Any]:
     return {
-        "kind": "BenchmarkProtocol",
+        "kind": kind,
         "spec": json.loads(row["spec"]),
         "metadata": {"name": row["name"], "title": row["title"]},
         "apiVersion": API_VERSION,
     }
+
+
+def protocol_document(row: dict[str, Any]) -> dict[str, Any]:
+    """A `protocols` row as a BenchmarkProtocol resource."""
+    return _named_document("BenchmarkProtocol", row)
 
 
 def environment_document(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": "ExecutionEnvironment",
-        "spec": json.loads(row["spec"]),
-        "metadata": {"name": row["name"], "title": row["title"]},
-        "apiVersion": API_VERSION,
-    }
+    """An `environments` row as an ExecutionEnvironment resource."""
+    return _named_document("ExecutionEnvironment", row)
