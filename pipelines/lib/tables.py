@@ -23,7 +23,7 @@ STATE = "_state.json"
 # Staged rows deduplicated and sorted in memory at once: what bounds the assembly's memory.
 BUCKET_ROWS = 150_000
 # Rows partitioned into buckets before they are appended to the buckets' files.
-FLUSH_ROWS = 100_000
+FLUSH_ROWS = 400_000
 SAMPLES_PER_BUCKET = 200
 SAMPLED_PARTS = 64
 ROWS_PER_SNAPSHOT = 1 << 40
