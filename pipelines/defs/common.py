@@ -13,11 +13,12 @@ def table_schema(schema: pl.Schema) -> dg.TableSchema:
     return dg.TableSchema(columns=[dg.TableColumn(name, dtype) for name, dtype in column_types(schema)])
 
 
-def table_metadata(frame: pl.DataFrame, schema: pl.Schema, preview_columns: list[str] | None = None) -> dict:
+def table_metadata(row_count: int, head: pl.DataFrame, schema: pl.Schema, preview_columns: list[str] | None = None) -> dict:
+    """Metadata of a table from its row count and its first rows (never the whole table)."""
     return {
-        "dagster/row_count": dg.MetadataValue.int(frame.height),
+        "dagster/row_count": dg.MetadataValue.int(row_count),
         "dagster/column_schema": table_schema(schema),
-        "preview": dg.MetadataValue.md(markdown_preview(frame, preview_columns)),
+        "preview": dg.MetadataValue.md(markdown_preview(head, preview_columns)),
     }
 
 

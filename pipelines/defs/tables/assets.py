@@ -16,6 +16,7 @@ DESCRIPTIONS = {
     "run_snapshots": "Which run each row of each snapshot is, by its 1-based row number.",
     "quarantine": "Rows that could not be accepted, verbatim, with a reason a person can act on.",
 }
+PREVIEW_ROWS = 5
 PREVIEW = {
     "runs": ["run_id", "title", "value", "unit", "in_latest"],
     "snapshots": ["snapshot_id", "committed_at", "row_count", "accepted", "quarantined"],
@@ -47,10 +48,11 @@ def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
     files_at_head = list(listing.files_at_head) if listing else None
     with store.writer_lock(warehouse.path):
         report = build_tables(warehouse.path, files_at_head)
+        # Under the lock, so no other writer replaces a file while its first rows are read.
+        heads = {name: pl.scan_parquet(warehouse.path / f"{name}.parquet").head(PREVIEW_ROWS).collect() for name in TABLE_NAMES}
     context.log.info("tables rewritten" if report.rewritten else "nothing changed: no table rewritten")
     for name in TABLE_NAMES:
-        frame = pl.read_parquet(warehouse.path / f"{name}.parquet")
-        metadata = table_metadata(frame, schemas.TABLES[name], PREVIEW.get(name))
+        metadata = table_metadata(report.row_counts[name], heads[name], schemas.TABLES[name], PREVIEW.get(name))
         metadata["rewritten"] = dg.MetadataValue.bool(report.rewritten)
         yield dg.MaterializeResult(asset_key=name, metadata=metadata)
     for asset, check, function, severity in CHECKS:
