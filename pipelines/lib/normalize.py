@@ -48,6 +48,9 @@ class Lookup:
     def attach(self, frame: pl.DataFrame) -> pl.DataFrame:
         new = frame.select(self.keys).unique().join(self.known, on=self.keys, how="anti", nulls_equal=True)
         if new.height:
+            # Copied out as Python values: polars' string views would otherwise keep every chunk's
+            # whole text buffers alive for as long as the cache, so memory would grow with the rows.
+            new = pl.DataFrame(new.to_dict(as_series=False), schema=new.schema)
             self.known = pl.concat([self.known, self.compute(new).select(self.known.columns)], rechunk=True)
         return frame.join(self.known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
 
