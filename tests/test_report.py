@@ -4,21 +4,24 @@ picture; opened in headless Chromium; and its build, CLI and asset on a small re
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from conftest import build_warehouse, liger_csv, liger_row
-from PIL import Image
 
 from pipelines.__main__ import main
 from pipelines.defs.exports.report import report as report_asset
@@ -28,6 +31,7 @@ from pipelines.lib.report import build, build_report, charts, is_stale, pages, r
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 TITLE = "Liger benchmark report"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 # --- reading the site --------------------------------------------------------------------------
@@ -170,19 +174,87 @@ class TableReader(HTMLParser):
             self._cell.append(data)
 
 
-def test_every_picture_exists_and_is_a_valid_png(real_report, real_pages, real_warehouse):
+# --- reading the pictures ------------------------------------------------------------------------
+
+
+def read_svg(markup: str | bytes) -> ET.Element:
+    """The picture's root element, after checking it is SVG whose viewBox is its pixel size."""
+    root = ET.fromstring(markup)
+    assert root.tag == f"{SVG}svg"
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    return root
+
+
+def svg_texts(root: ET.Element) -> list[str]:
+    return ["".join(element.itertext()) for element in root.iter(f"{SVG}text")]
+
+
+_PATH = re.compile(r"([MLHVhvZ])([^MLHVhvZ]*)")
+
+
+def path_points(d: str) -> list[tuple[float, float]]:
+    """The vertices of a path in absolute coordinates (the report draws with M, L, H, V, h, v and Z only)."""
+    assert _PATH.sub("", d).strip() == "", f"unexpected path commands in {d[:80]}"
+    points, x, y = [], 0.0, 0.0
+    for command, argument in _PATH.findall(d):
+        numbers = [float(n) for n in argument.split()]
+        if command in "ML":
+            x, y = numbers
+        elif command == "H":
+            x = numbers[0]
+        elif command == "V":
+            y = numbers[0]
+        elif command == "h":
+            x += numbers[0]
+        elif command == "v":
+            y += numbers[0]
+        if command != "Z":
+            points.append((x, y))
+    return points
+
+
+def shapes(root: ET.Element) -> list[ET.Element]:
+    """The drawn paths and rectangles, without the white background."""
+    drawn = list(root.iter(f"{SVG}path")) + list(root.iter(f"{SVG}rect"))
+    return [shape for shape in drawn if shape.get("width") != "100%"]
+
+
+def dots(root: ET.Element, color: str) -> list[list[tuple[float, float]]]:
+    """The point markers of one color (round-capped paths of zero-length segments), per path in drawing order."""
+    markers = [p.get("d") for p in root.iter(f"{SVG}path")
+               if p.get("stroke") == color and p.get("stroke-linecap") == "round"]  # fmt: skip
+    for d in markers:
+        assert re.fullmatch(r"(M[-\d.]+ [-\d.]+h0)+", d), d
+    return [[(float(x), float(y)) for x, y in re.findall(r"M([-\d.]+) ([-\d.]+)", d)] for d in markers]
+
+
+def assert_drawn_inside(root: ET.Element) -> None:
+    """Something is drawn, every vertex and rectangle inside the picture, and there is text."""
+    width, height = float(root.get("width")), float(root.get("height"))
+    drawn = shapes(root)
+    assert drawn, "nothing drawn"
+    for shape in drawn:
+        if shape.tag == f"{SVG}path":
+            points = path_points(shape.get("d"))
+        else:
+            x, y, w, h = (float(shape.get(k)) for k in ("x", "y", "width", "height"))
+            assert w > 0 and h > 0
+            points = [(x, y), (x + w, y + h)]
+        for x, y in points:
+            assert -0.5 <= x <= width + 0.5 and -0.5 <= y <= height + 0.5, f"({x}, {y}) outside {width}x{height}"
+    assert any(text.strip() for text in svg_texts(root))
+
+
+def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pages, real_warehouse):
     seen = set()
     for page in real_pages.values():
         for image in page.images:
             path, _ = page.resolve(image["src"])
             assert path.is_file(), f"{page.path.name}: missing {image['src']}"
-            with Image.open(path) as png:
-                png.verify()
-            with Image.open(path) as png:
-                assert png.format == "PNG"
-                assert png.size == (int(image["width"]), int(image["height"]))
-                colors = png.convert("RGB").getcolors(maxcolors=1 << 20)
-                assert colors is None or len(colors) > 8, f"{path} is nearly blank"
+            assert path.suffix == ".svg"
+            root = read_svg(path.read_bytes())
+            assert (root.get("width"), root.get("height")) == (image["width"], image["height"])
+            assert_drawn_inside(root)
             assert image["alt"]
             seen.add(path)
     # One chart per kernel, GPU, pass and metric that has a passed run, each shown on its kernel's page.
@@ -191,8 +263,49 @@ def test_every_picture_exists_and_is_a_valid_png(real_report, real_pages, real_w
     )
     kernel_charts = [p for p in seen if p.parent.parent.name == "kernels"]
     assert len(kernel_charts) == charts_expected
-    assert seen == {p.resolve() for p in real_report.folder.rglob("*.png")}
+    for chart in kernel_charts:
+        texts = svg_texts(read_svg(chart.read_bytes()))
+        assert "ratio to baseline" in texts
+        assert any(re.fullmatch(r"(latency|peak memory) \(\w+\)", text) for text in texts)
+    assert seen == {p.resolve() for p in real_report.folder.rglob("*.svg")}
     assert real_report.images == len(seen)
+    assert not list(real_report.folder.rglob("*.png"))
+
+
+def test_a_sweep_chart_shows_its_providers_x_values_and_unit(real_report, real_warehouse):
+    kernel, gpu = "fused_add_rms_norm", "NVIDIA B200"
+    rows = warehouse_db.query(
+        real_warehouse,
+        f"""SELECT DISTINCT pc.provider, runs.x_value FROM provider_comparisons AS pc JOIN runs USING (run_id)
+            WHERE pc.kernel = '{kernel}' AND pc.gpu_name = '{gpu}' AND pc.pass = 'full' AND pc.metric = 'speed'""",
+    ).rows
+    assert rows
+    chart = real_report.folder / "img" / "kernels" / kernel / "nvidia-b200-full-speed.svg"
+    root = read_svg(chart.read_bytes())
+    texts = svg_texts(root)
+    assert {provider for provider, _ in rows} <= set(texts)
+    assert {x for _, x in rows} <= set(texts)
+    assert "latency (ms)" in texts
+    # The y tick labels are numbers, and there are at least two per panel.
+    assert sum(bool(re.fullmatch(r"\d+(\.\d+)?", text)) for text in texts) >= len({x for _, x in rows}) + 4
+
+
+def test_the_overview_picture_has_a_cell_per_gpu_and_provider(real_report, real_warehouse):
+    root = read_svg(real_report.overview_image.read_bytes())
+    texts = svg_texts(root)
+    cells = warehouse_db.query(
+        real_warehouse,
+        "SELECT metric, count(*) FROM (SELECT DISTINCT metric, gpu_name, provider FROM kernel_scorecard "
+        "WHERE geomean_ratio > 0) GROUP BY metric",
+    ).rows
+    for gpu in column(real_warehouse, "SELECT DISTINCT gpu_name FROM kernel_scorecard"):
+        assert gpu in texts
+    for provider in column(real_warehouse, "SELECT DISTINCT provider FROM kernel_scorecard WHERE geomean_ratio > 0"):
+        assert provider in texts
+    fills = [r.get("fill") for r in shapes(root) if r.tag == f"{SVG}rect"]
+    colored = [fill for fill in fills if re.fullmatch("#[0-9a-f]{6}", fill) and fill != charts.NO_DATA]
+    assert len(colored) == sum(n for _, n in cells)
+    assert {"0.25x", "1x", "4x", "latency", "peak memory"} <= set(texts)
 
 
 def test_every_link_resolves(real_pages, real_report):
@@ -334,9 +447,45 @@ class DevTools:
         return message
 
 
-def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> tuple[str, list[str]]:
-    """Load a page in headless Chromium, save a screenshot; return its title and every console error,
-    uncaught exception and failed load it reported."""
+# Every <img> loaded now (lazy ones too) and decoded: an SVG Chromium cannot parse fails here,
+# where it would only show as an empty box on the page.
+DECODE_IMAGES = """Promise.all(Array.from(document.images, (img) => {
+  img.loading = "eager";
+  return img.decode().then(() => ({src: img.getAttribute("src"), width: img.naturalWidth}),
+                           (error) => ({src: img.getAttribute("src"), width: 0, error: String(error)}));
+}))"""
+# The screenshot's pixels, read back through a canvas by the same browser: how many colors, how much white.
+SCREENSHOT_STATS = """(async (png) => {
+  const image = new Image();
+  image.src = "data:image/png;base64," + png;
+  await image.decode();
+  const canvas = document.createElement("canvas");
+  canvas.width = image.naturalWidth;
+  canvas.height = image.naturalHeight;
+  const context = canvas.getContext("2d");
+  context.drawImage(image, 0, 0);
+  const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+  const colors = new Set();
+  let white = 0;
+  for (let i = 0; i < data.length; i += 4) {
+    const rgb = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
+    colors.add(rgb);
+    white += rgb === 0xffffff;
+  }
+  return {width: canvas.width, height: canvas.height, colors: colors.size, white};
+})"""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    title: str
+    errors: list[str]  # console errors, uncaught exceptions, failed loads
+    images: list[dict]  # per <img>: its src and natural width once decoded (0 when it could not be)
+    screenshot: dict  # width, height, colors, white: the screenshot's pixels
+
+
+def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> Rendered:
+    """Load a page in headless Chromium, decode every image on it, save a screenshot and count its colors."""
     from websockets.sync.client import connect
 
     process = subprocess.Popen(
@@ -364,10 +513,19 @@ def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -
             tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
             tools.call("Page.navigate", url=page.as_uri())
             tools.wait_for("Page.loadEventFired")
-            title = tools.call("Runtime.evaluate", expression="document.title", returnByValue=True)["result"]["value"]
-            shot = tools.call("Page.captureScreenshot", format="png")
-            screenshot.write_bytes(base64.b64decode(shot["data"]))
-            return title, tools.errors
+
+            def evaluate(expression: str):
+                result = tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+                assert "exceptionDetails" not in result, result["exceptionDetails"]
+                return result["result"]["value"]
+
+            title = evaluate("document.title")
+            images = evaluate(DECODE_IMAGES)
+            errors = list(tools.errors)  # before the probes below add anything of their own
+            shot = tools.call("Page.captureScreenshot", format="png")["data"]
+            screenshot.write_bytes(base64.b64decode(shot))
+            stats = evaluate(f"{SCREENSHOT_STATS}({json.dumps(shot)})")
+            return Rendered(title, errors, images, stats)
     finally:
         process.terminate()
         try:
@@ -377,46 +535,50 @@ def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -
             process.wait()
 
 
-def assert_not_blank(screenshot: Path) -> None:
-    with Image.open(screenshot) as image:
-        assert image.size == (1280, 900)
-        rgb = image.convert("RGB")
-        colors = rgb.getcolors(maxcolors=1 << 20)
-        assert colors is None or len(colors) > 50, "the screenshot is nearly a single color"
-        white = sum(count for count, color in (colors or []) if color == (255, 255, 255))
-        assert white < 0.95 * 1280 * 900, "the screenshot is nearly all white"
+def assert_rendered(rendered: Rendered) -> None:
+    """No error, every picture decoded, and a screenshot that is neither one color nor nearly all white."""
+    assert rendered.errors == []
+    assert rendered.images
+    assert [image for image in rendered.images if not image["width"]] == []
+    stats = rendered.screenshot
+    assert (stats["width"], stats["height"]) == (1280, 900)
+    assert stats["colors"] > 50, "the screenshot is nearly a single color"
+    assert stats["white"] < 0.95 * 1280 * 900, "the screenshot is nearly all white"
 
 
 def test_devtools_reports_console_errors_exceptions_and_missing_files(chromium, tmp_path):
+    (tmp_path / "drawn.svg").write_text(charts.changes_timeline([], [], []).markup)
+    (tmp_path / "broken.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><rect></svg>')
     broken = tmp_path / "broken.html"
     broken.write_text(
         "<!DOCTYPE html><html><head><title>broken</title></head><body><p>text</p>"
-        '<img src="missing.png" alt="missing">'
+        '<img src="missing.png" alt="missing"><img src="broken.svg" alt="bad svg"><img src="drawn.svg" alt="good">'
         '<script>console.error("deliberate console error"); notDefinedAnywhere();</script></body></html>'
     )
-    title, errors = open_in_chromium(chromium, broken, tmp_path / "broken.png", tmp_path / "profile")
-    assert title == "broken"
-    joined = "\n".join(errors)
+    rendered = open_in_chromium(chromium, broken, tmp_path / "broken.png", tmp_path / "profile")
+    assert rendered.title == "broken"
+    joined = "\n".join(rendered.errors)
     assert "deliberate console error" in joined
     assert "notDefinedAnywhere" in joined
     assert "ERR_FILE_NOT_FOUND" in joined
+    widths = {image["src"]: image["width"] for image in rendered.images}
+    assert widths == {"missing.png": 0, "broken.svg": 0, "drawn.svg": 810}
+    assert rendered.screenshot["white"] > 0.95 * 1280 * 900  # a page of almost nothing is seen as blank
 
 
 def test_the_overview_renders_in_headless_chromium(chromium, real_report, tmp_path):
-    screenshot = tmp_path / "index.png"
-    title, errors = open_in_chromium(chromium, real_report.index, screenshot, tmp_path / "profile")
-    assert title == TITLE
-    assert errors == []
-    assert_not_blank(screenshot)
+    rendered = open_in_chromium(chromium, real_report.index, tmp_path / "index.png", tmp_path / "profile")
+    assert rendered.title == TITLE
+    assert_rendered(rendered)
+    assert len(rendered.images) == len(Page(real_report.index).images)
 
 
 def test_a_kernel_page_renders_in_headless_chromium(chromium, real_report, tmp_path):
     page = real_report.folder / real_report.kernel_pages["fused_add_rms_norm"]
-    screenshot = tmp_path / "kernel.png"
-    title, errors = open_in_chromium(chromium, page, screenshot, tmp_path / "profile")
-    assert title.startswith("Fused add") and title.endswith(TITLE)
-    assert errors == []
-    assert_not_blank(screenshot)
+    rendered = open_in_chromium(chromium, page, tmp_path / "kernel.png", tmp_path / "profile")
+    assert rendered.title.startswith("Fused add") and rendered.title.endswith(TITLE)
+    assert_rendered(rendered)
+    assert len(rendered.images) == len(Page(page).images) > 5
 
 
 # --- a small repository --------------------------------------------------------------------------
@@ -451,7 +613,7 @@ def small_warehouse(upstream_repo, tmp_path) -> Path:
 
 
 def test_small_report_pages_charts_and_changes(small_warehouse):
-    summary = build_report(small_warehouse, workers=1)
+    summary = build_report(small_warehouse)
     assert sorted(summary.kernel_pages) == ["cross_entropy", "geglu", "rms_norm"]
     assert summary.pages == 3 + 2
     site = site_pages(summary.folder)
@@ -478,8 +640,100 @@ def test_string_x_values_keep_their_order_and_numbers_sort():
     assert not charts._x_axis(["1", "2", "4"])[1]
 
 
+def test_a_sweep_chart_draws_each_point_where_its_value_is():
+    xs = ["1024", "4096", "65536"]
+    sweep = charts.Sweep("hidden · batch=8", "hidden", [
+        charts.Series("liger", xs, [1.0, 4.0, 100.0], [0.9, 3.8, 95.0], [1.1, 4.2, 105.0], [2.0, 2.0, 1.5]),
+        charts.Series("torch", xs, [2.0, 8.0, 150.0], [None, None, None], [None, None, None], [1.0, 1.0, 1.0]),
+    ])  # fmt: skip
+    colors = {"liger": "#1f77b4", "torch": "#ff7f0e"}
+    root = read_svg(charts.sweep_figure([sweep], "ms", "latency", colors).markup)
+    assert_drawn_inside(root)
+    texts = svg_texts(root)
+    assert {"hidden · batch=8", "hidden", "latency (ms)", "ratio to baseline", "liger", "torch", *xs} <= set(texts)
+    # 1 to 150 is wide: a log axis with 1-2-5 ticks.
+    assert {"1", "2", "5", "10", "20", "50", "100"} <= set(texts)
+    liger_values, liger_ratios, _legend = dots(root, colors["liger"])
+    torch_values, torch_ratios, _legend = dots(root, colors["torch"])
+    # Higher values sit higher (smaller y); x is log2: 1024 -> 4096 is half as far as 4096 -> 65536.
+    assert all(t[1] < v[1] for t, v in zip(torch_values, liger_values, strict=True))
+    assert [y for _, y in liger_values] == sorted((y for _, y in liger_values), reverse=True)
+    (x1, _), (x2, _), (x3, _) = liger_values
+    assert (x3 - x2) == pytest.approx(2 * (x2 - x1), abs=0.2)
+    # Log scale: each tenfold step is the same height (the value panel's ticks come before the ratio panel's).
+    heights: dict[str, float] = {}
+    for text in root.iter(f"{SVG}text"):
+        heights.setdefault(text.text, float(text.get("y")))
+    assert heights["1"] - heights["10"] == pytest.approx(heights["10"] - heights["100"], abs=0.2)
+    # The ratio panel: liger's 2x above torch's 1x, which lies on the dashed baseline.
+    assert all(l[1] < t[1] for l, t in zip(liger_ratios, torch_ratios, strict=True))
+    [baseline] = [path_points(p.get("d")) for p in root.iter(f"{SVG}path") if p.get("stroke-dasharray")]
+    assert {y for _, y in torch_ratios} == {baseline[0][1]}
+    # The p20-p80 band: a closed, translucent shape in liger's color; none for torch, which has no band.
+    bands = [p for p in root.iter(f"{SVG}path") if p.get("fill-opacity")]
+    assert [band.get("fill") for band in bands] == [colors["liger"]] and bands[0].get("d").endswith("Z")
+
+
+def test_a_narrow_sweep_gets_a_linear_axis_and_named_categories_their_order():
+    sweep = charts.Sweep("model", "model", [
+        charts.Series("liger", ["llama_3_8b", "qwen2.5_7b"], [1.0, 1.5], [None, None], [None, None], [2.0, 1.0]),
+    ])  # fmt: skip
+    root = read_svg(charts.sweep_figure([sweep], "ms", "latency", {"liger": "#1f77b4"}).markup)
+    texts = svg_texts(root)
+    labels = [float(t) for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
+    assert 1.0 in labels and 1.5 in labels and 100 not in labels
+    [values, _ratios, _legend] = dots(root, "#1f77b4")
+    assert values[0][0] < values[1][0]  # llama first, as given
+    assert texts.index("llama_3_8b") < texts.index("qwen2.5_7b")
+
+
+def test_names_from_the_data_are_escaped_in_every_picture():
+    odd = 'a<b>&"c" \x01\u2603'
+    shown = 'a<b>&"c" \ufffd\u2603'
+    sweep = charts.Sweep(odd, odd, [charts.Series(odd, ["1", "2"], [1.0, 2.0], [None, 1.9], [None, 2.1], [None, 1.0])])
+    cell = charts.HeatCell(odd, odd, 1.5, 3, 1)
+    drawings = [
+        charts.sweep_figure([sweep], odd, odd, {odd: "#1f77b4"}),
+        charts.scorecard_heatmap([cell], odd),
+        charts.summary_heatmap({odd: [cell]}, odd),
+    ]
+    for drawing in drawings:
+        root = read_svg(drawing.markup)
+        assert shown in svg_texts(root)
+        assert_drawn_inside(root)
+
+
+def test_heat_maps_color_each_cell_by_its_ratio():
+    cells = [charts.HeatCell("rms_norm · full vs torch", "liger", 4.0, 5, 0),
+             charts.HeatCell("rms_norm · full vs torch", "liger_triton", 0.25, 0, 5),
+             charts.HeatCell("softmax · full vs torch", "liger", 1.0, 1, 1)]  # fmt: skip
+    root = read_svg(charts.scorecard_heatmap(cells, "title").markup)
+    texts = svg_texts(root)
+    assert {"4.00  5/0", "0.25  0/5", "1.00  1/1", "liger", "liger_triton", "softmax · full vs torch"} <= set(texts)
+    fills = [r.get("fill") for r in shapes(root) if r.tag == f"{SVG}rect"]
+    # The grey of no data, one cell each, and the color bar; saturated blue for 4x, red for 1/4, white-ish for 1.
+    assert fills[0] == charts.NO_DATA and fills[1:4] == [charts.RDBU[-1], charts.RDBU[0], charts.RDBU[5]]
+    assert fills[4] == "url(#ratio-ramp)" and root.find(f".//{SVG}linearGradient").get("id") == "ratio-ramp"
+
+
+def test_the_changes_timeline_marks_each_change_by_its_verdict():
+    times = [dt.datetime(2025, 1, 5, tzinfo=dt.UTC), dt.datetime(2025, 6, 1, tzinfo=dt.UTC),
+             dt.datetime(2025, 3, 1, tzinfo=dt.UTC)]  # fmt: skip
+    root = read_svg(charts.changes_timeline(times, [2.0, 0.5, 1.5], ["improved", "regressed", "improved"]).markup)
+    texts = svg_texts(root)
+    assert {"improved (2)", "regressed (1)", "2025-02", "2025-04", "2025-06", "1x", "2x", "0.5x"} <= set(texts)
+    improved, _legend = dots(root, charts.IMPROVED)
+    regressed, _legend = dots(root, charts.REGRESSED)
+    assert len(improved) == 2 and len(regressed) == 1
+    (jan, two), (mar, one_and_half) = improved
+    assert jan < mar < regressed[0][0]  # in time order left to right
+    assert two < one_and_half < regressed[0][1]  # 2x highest, 0.5x lowest
+    empty = read_svg(charts.changes_timeline([], [], []).markup)
+    assert "no regression or improvement" in svg_texts(empty)
+
+
 def test_a_failed_build_keeps_the_old_report_and_leaves_nothing_behind(small_warehouse, monkeypatch):
-    first = build_report(small_warehouse, workers=1)
+    first = build_report(small_warehouse)
     before = first.index.read_text()
 
     def broken(*args, **kwargs):
@@ -487,11 +741,11 @@ def test_a_failed_build_keeps_the_old_report_and_leaves_nothing_behind(small_war
 
     monkeypatch.setattr(pages, "changes_page", broken)
     with pytest.raises(RuntimeError, match="disk full"):
-        build_report(small_warehouse, workers=1)
+        build_report(small_warehouse)
     assert first.index.read_text() == before
     assert [p.name for p in small_warehouse.iterdir() if store.TMP_MARK in p.name] == []
     monkeypatch.undo()
-    build_report(small_warehouse, workers=2)  # the worker processes draw the same site
+    build_report(small_warehouse)
     assert first.index.read_text().count("<h2") == before.count("<h2")
     assert [p.name for p in small_warehouse.iterdir() if store.TMP_MARK in p.name] == []
 
@@ -543,8 +797,9 @@ def test_report_asset_shows_the_overview_and_the_site(small_warehouse, tmp_path)
     [event] = result.get_asset_materialization_events()
     metadata = event.materialization.metadata
     markdown = metadata["overview"].value
-    encoded = markdown.split("data:image/png;base64,", 1)[1].rstrip(")")
-    assert base64.b64decode(encoded).startswith(b"\x89PNG\r\n\x1a\n")
+    encoded = markdown.split("data:image/svg+xml;base64,", 1)[1].rstrip(")")
+    overview = read_svg(base64.b64decode(encoded))
+    assert {"liger", "NVIDIA A100-SXM4-80GB", "latency"} <= set(svg_texts(overview))
     index = Path(metadata["index"].value)
     assert index == report_dir(small_warehouse) / "index.html" and index.is_file()
     assert metadata["url"].value == index.as_uri()

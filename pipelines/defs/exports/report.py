@@ -10,7 +10,7 @@ OVERVIEW_ALT = "Geometric-mean ratio to the baseline per provider and GPU"
 STATISTICS = ["comparable_groups", "provider_comparisons", "kernel_scorecard", "version_changes", "sweep_comparisons"]
 
 
-@dg.asset(group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "matplotlib"})
+@dg.asset(group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "svg"})
 def report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """A static site in `WAREHOUSE_DIR/report/` that opens from disk: per GPU and metric the
     scorecard as a heat map, a page per kernel with each provider along its sweeps (p20-p80
@@ -25,7 +25,7 @@ def report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Materi
     overview = base64.b64encode(summary.overview_image.read_bytes()).decode("ascii")
     return dg.MaterializeResult(
         metadata={
-            "overview": dg.MetadataValue.md(f"![{OVERVIEW_ALT}](data:image/png;base64,{overview})"),
+            "overview": dg.MetadataValue.md(f"![{OVERVIEW_ALT}](data:image/svg+xml;base64,{overview})"),
             "index": dg.MetadataValue.path(str(summary.index)),
             "url": dg.MetadataValue.url(summary.index.as_uri()),
             "pages": dg.MetadataValue.int(summary.pages),

@@ -12,10 +12,8 @@ import datetime as dt
 import hashlib
 import json
 import math
-import multiprocessing
 import os
 import shutil
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,17 +21,15 @@ from typing import Any
 import polars as pl
 
 from pipelines.lib import store, warehouse_db
-from pipelines.lib.report import charts, html, pages
+from pipelines.lib.report import charts, html, pages, svg
 from pipelines.lib.report.data import ReportData, load
 
 REPORT_DIR = "report"
 INDEX = "index.html"
 STAMP = "build.json"
-OVERVIEW_IMAGE = "img/overview.png"
-CHANGES_IMAGE = "img/changes.png"
+OVERVIEW_IMAGE = "img/overview.svg"
+CHANGES_IMAGE = "img/changes.svg"
 SUMMARY_TITLE = "Geometric-mean ratio to the baseline per provider and GPU (wins/losses below)"
-MAX_WORKERS = 4
-MIN_PARALLEL_JOBS = 24  # below this, starting worker processes costs more than it saves
 PASS_ORDER = ("full", "forward", "backward", "no-grad-forward")
 METRIC_ORDER = ("speed", "memory")
 
@@ -109,7 +105,7 @@ def build_report_if_stale(warehouse_dir: Path, force: bool = False) -> tuple[boo
     return False, ReportSummary(folder, summary["kernel_pages"], summary["gpus"], summary["pages"], summary["images"])
 
 
-def build_report(warehouse_dir: Path, workers: int | None = None) -> ReportSummary:
+def build_report(warehouse_dir: Path) -> ReportSummary:
     """Render the whole site from warehouse.duckdb and swap it in as WAREHOUSE_DIR/report/.
 
     Hold `store.writer_lock` around it when other writers may run: their
@@ -121,7 +117,7 @@ def build_report(warehouse_dir: Path, workers: int | None = None) -> ReportSumma
     final = report_dir(warehouse_dir)
     staging = store.temp_path(final)
     try:
-        summary = write_site(data, staging, footer=_footer(data), workers=workers)
+        summary = write_site(data, staging, footer=_footer(data))
         record = {
             "database": stamp,
             "code": _code_fingerprint(),
@@ -151,84 +147,52 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
-def write_site(data: ReportData, folder: Path, footer: str, workers: int | None = None) -> ReportSummary:
-    """Every page and picture of the report under `folder` (created).
-
-    The pictures are planned first, drawn by `workers` processes (default: one
-    per core), then the pages are written around them.
-    """
+def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
+    """Every page and picture of the report under `folder` (created)."""
     writer = _Writer(folder)
     kernel_names = html.Names(data.kernels)
     site = pages.Site({k: f"kernels/{kernel_names[k]}.html" for k in data.kernels}, footer)
-    jobs: list[_Job] = []
-    kernel_plans = {k: _plan_kernel(data, k, f"img/kernels/{kernel_names[k]}", jobs) for k in data.kernels}
-    heatmap_plans = _plan_heatmaps(data, jobs)
-    jobs.append(_Job(OVERVIEW_IMAGE, "summary_heatmap", (_summary_cells(data), SUMMARY_TITLE), 4))
-    changes = data.changes
-    timeline = (changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list())
-    jobs.append(_Job(CHANGES_IMAGE, "changes_timeline", timeline))
-    pictures = writer.images(jobs, workers)
-
     writer.text("style.css", html.STYLE)
-    for kernel, plan in kernel_plans.items():
-        sections = [
-            pages.GpuSection(gpu, [pages.Chart(p, m, pictures[path], rows) for p, m, path, rows in planned])
-            for gpu, planned in plan
-        ]
+    charted = _charted_points(data.points)
+    providers = data.providers
+    runs = data.runs.partition_by("kernel", as_dict=True, maintain_order=True)
+    scorecards = data.scorecard.partition_by("kernel", as_dict=True, maintain_order=True)
+    for kernel in data.kernels:
+        kernel_runs = runs[(kernel,)]
+        gpus = sorted(set(kernel_runs["gpu_name"].to_list()))
+        image_dir = f"img/kernels/{kernel_names[kernel]}"
+        sections = _kernel_sections(charted.get(kernel, {}), gpus, providers, image_dir, writer)
         writer.text(
             site.kernel_pages[kernel],
-            pages.kernel_page(
-                site,
-                kernel,
-                data.kernel_title(kernel),
-                sections,
-                data.scorecard.filter(pl.col("kernel") == kernel),
-                data.runs.filter(pl.col("kernel") == kernel),
-            ),
-        )
-    heatmaps = {
-        gpu: [pages.Heatmap(metric, pictures[path], totals) for metric, path, totals in plans]
-        for gpu, plans in heatmap_plans.items()
-    }
+            pages.kernel_page(site, kernel, kernel_runs["kernel_title"][0], sections,
+                              scorecards.get((kernel,), data.scorecard.clear()), kernel_runs),
+        )  # fmt: skip
+    heatmaps = _heatmaps(data, writer)
+    overview = writer.image(OVERVIEW_IMAGE, charts.summary_heatmap(_summary_cells(data), SUMMARY_TITLE))
+    changes = data.changes
+    timeline = writer.image(
+        CHANGES_IMAGE,
+        charts.changes_timeline(changes["observed_at"].to_list(), changes["ratio"].to_list(),
+                                changes["verdict"].to_list()),
+    )  # fmt: skip
     counts = {
         "runs": data.runs.height,
         "snapshots": data.snapshots.height,
         "regressed": changes.filter(pl.col("verdict") == "regressed").height,
         "improved": changes.filter(pl.col("verdict") == "improved").height,
     }
-    writer.text(
-        INDEX, pages.overview(site, pictures[OVERVIEW_IMAGE], _kernel_list(data), _gpu_list(data), heatmaps, counts)
-    )
-    writer.text("changes.html", pages.changes_page(site, pictures[CHANGES_IMAGE], changes, data.unchanged))
-    return ReportSummary(folder, site.kernel_pages, data.gpus, writer.pages, len(pictures))
-
-
-@dataclass(frozen=True)
-class _Job:
-    """One picture to draw: `charts.<draw>(*args)` into `path` (relative to the site)."""
-
-    path: str
-    draw: str
-    args: tuple
-    weight: int = 1  # how long it takes to draw, roughly: the number of panels
-
-
-def _draw(job: _Job) -> bytes:
-    return getattr(charts, job.draw)(*job.args)
-
-
-def _workers(requested: int | None) -> int:
-    if requested is not None:
-        return max(1, requested)
-    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+    writer.text(INDEX, pages.overview(site, overview, _kernel_list(data), _gpu_list(data), heatmaps, counts))
+    writer.text("changes.html", pages.changes_page(site, timeline, changes, data.unchanged))
+    return ReportSummary(folder, site.kernel_pages, data.gpus, writer.pages, writer.images)
 
 
 class _Writer:
-    """Writes files into the site folder and counts the pages."""
+    """Writes files into the site folder and counts the pages and pictures."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.pages = 0
+        self.images = 0
 
     def _write(self, relative: str, data: bytes) -> None:
         path = self.folder / relative
@@ -239,62 +203,49 @@ class _Writer:
         self._write(relative, content.encode("utf-8"))
         self.pages += relative.endswith(".html")
 
-    def images(self, jobs: list[_Job], workers: int | None) -> dict[str, pages.Picture]:
-        """Draw every job, in worker processes when there is more than one core, and write the PNGs."""
-        count = _workers(workers)
-        # The biggest charts first, so no worker is left with a long one at the end.
-        ordered = sorted(jobs, key=lambda job: -job.weight)
-        if count == 1 or len(jobs) < MIN_PARALLEL_JOBS:
-            drawn = map(_draw, ordered)
-            return {job.path: self._image(job.path, png) for job, png in zip(ordered, drawn, strict=True)}
-        # spawn, not fork: the parent holds DuckDB, polars and Dagster threads that a fork would copy mid-flight.
-        with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn")) as pool:
-            drawn = pool.map(_draw, ordered, chunksize=4)
-            return {job.path: self._image(job.path, png) for job, png in zip(ordered, drawn, strict=True)}
-
-    def _image(self, relative: str, png: bytes) -> pages.Picture:
-        self._write(relative, png)
-        return pages.Picture(relative, _png_size(png))
-
-
-def _png_size(png: bytes) -> tuple[int, int]:
-    # The IHDR chunk: width and height as big-endian 32-bit integers at bytes 16-24.
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    def image(self, relative: str, drawing: svg.Drawing) -> pages.Picture:
+        self._write(relative, drawing.markup.encode("utf-8"))
+        self.images += 1
+        return pages.Picture(relative, (drawing.width, drawing.height))
 
 
 def _order(value: str, known: tuple[str, ...]) -> tuple[int, str]:
     return (known.index(value) if value in known else len(known), value)
 
 
-ChartPlan = tuple[str, str, str, list[dict[str, Any]]]  # pass, metric, image path, the chart's points
+ChartKey = tuple[str, str, str]  # GPU, pass, metric
 
 
-def _plan_kernel(data: ReportData, kernel: str, image_dir: str, jobs: list[_Job]) -> list[tuple[str, list[ChartPlan]]]:
-    """Per GPU of the kernel, its charts (one per pass and metric), each added to `jobs`."""
-    points = data.points.filter(pl.col("kernel") == kernel)
+def _charted_points(points: pl.DataFrame) -> dict[str, dict[ChartKey, list[dict[str, Any]]]]:
+    """The points of the sweep charts per kernel and chart, in the SQL's order."""
+    charted: dict[str, dict[ChartKey, list[dict[str, Any]]]] = {}
+    for row in points.iter_rows(named=True):
+        chart = (row["gpu_name"], row["pass"], row["metric"])
+        charted.setdefault(row["kernel"], {}).setdefault(chart, []).append(row)
+    return charted
+
+
+def _kernel_sections(charted: dict[ChartKey, list[dict[str, Any]]], gpus: list[str], providers: list[str],
+                     image_dir: str, writer: _Writer) -> list[pages.GpuSection]:  # fmt: skip
+    """Per GPU of the kernel, its charts (one per pass and metric), each drawn into `image_dir`."""
     # Colors per kernel, so its few providers get the clearly distinct ones, in the same order
     # everywhere (the most frequent providers first: liger, torch and huggingface keep theirs).
-    present = set(points["provider"].to_list())
-    colors = charts.provider_colors([p for p in data.providers if p in present])
-    gpus = sorted(data.runs.filter(pl.col("kernel") == kernel)["gpu_name"].unique().to_list())
-    names = html.Names(f"{g} {p} {m}" for g, p, m in points.select("gpu_name", "pass", "metric").unique().iter_rows())
-    plan = []
+    present = {row["provider"] for rows in charted.values() for row in rows}
+    colors = charts.provider_colors([p for p in providers if p in present])
+    names = html.Names(" ".join(key) for key in charted)
+    sections = []
     for gpu in gpus:
-        mine = points.filter(pl.col("gpu_name") == gpu)
-        keys = sorted(
-            mine.select("pass", "metric").unique().iter_rows(),
-            key=lambda key: (_order(key[1], METRIC_ORDER), _order(key[0], PASS_ORDER)),
-        )
-        planned = []
-        for pass_, metric in keys:
-            rows = mine.filter((pl.col("pass") == pass_) & (pl.col("metric") == metric)).to_dicts()
-            path = f"{image_dir}/{names[f'{gpu} {pass_} {metric}']}.png"
-            sweeps = _sweeps(rows)
-            drawing = (sweeps, rows[0]["unit"], pages.metric_label(metric), colors)
-            jobs.append(_Job(path, "sweep_figure", drawing, len(sweeps)))
-            planned.append((pass_, metric, path, rows))
-        plan.append((gpu, planned))
-    return plan
+        keys = sorted((key for key in charted if key[0] == gpu),
+                      key=lambda key: (_order(key[2], METRIC_ORDER), _order(key[1], PASS_ORDER)))  # fmt: skip
+        section = pages.GpuSection(gpu)
+        for key in keys:
+            _, pass_, metric = key
+            rows = charted[key]
+            drawing = charts.sweep_figure(_sweeps(rows), rows[0]["unit"], pages.metric_label(metric), colors)
+            picture = writer.image(f"{image_dir}/{names[' '.join(key)]}.svg", drawing)
+            section.charts.append(pages.Chart(pass_, metric, picture, rows))
+        sections.append(section)
+    return sections
 
 
 def _sweeps(rows: list[dict[str, Any]]) -> list[charts.Sweep]:
@@ -341,10 +292,10 @@ def _weighted_geomean(frame: pl.DataFrame) -> float:
     return math.exp(sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights))
 
 
-def _plan_heatmaps(data: ReportData, jobs: list[_Job]) -> dict[str, list[tuple[str, str, list[dict[str, Any]]]]]:
-    """Per GPU and metric, the scorecard heat map (added to `jobs`) and its totals per provider."""
+def _heatmaps(data: ReportData, writer: _Writer) -> dict[str, list[pages.Heatmap]]:
+    """Per GPU and metric, the scorecard heat map (drawn) and its totals per provider."""
     gpu_names = html.Names(data.gpus)
-    plans: dict[str, list[tuple[str, str, list[dict[str, Any]]]]] = {}
+    heatmaps: dict[str, list[pages.Heatmap]] = {}
     scorecard = data.scorecard.filter(pl.col("geomean_ratio") > 0)
     for gpu in data.gpus:
         mine = scorecard.filter(pl.col("gpu_name") == gpu)
@@ -359,10 +310,11 @@ def _plan_heatmaps(data: ReportData, jobs: list[_Job]) -> dict[str, list[tuple[s
                 for r in rows
             ]  # fmt: skip
             title = f"{gpu} · {pages.metric_label(metric)}: geometric-mean ratio to the baseline, wins/losses"
-            path = f"img/scorecard/{gpu_names[gpu]}-{html.Names([metric])[metric]}.png"
-            jobs.append(_Job(path, "scorecard_heatmap", (cells, title), 1 + len(cells) // 20))
-            plans.setdefault(gpu, []).append((metric, path, _totals(pl.DataFrame(rows, schema=scorecard.schema))))
-    return plans
+            path = f"img/scorecard/{gpu_names[gpu]}-{html.Names([metric])[metric]}.svg"
+            picture = writer.image(path, charts.scorecard_heatmap(cells, title))
+            totals = _totals(pl.DataFrame(rows, schema=scorecard.schema))
+            heatmaps.setdefault(gpu, []).append(pages.Heatmap(metric, picture, totals))
+    return heatmaps
 
 
 def _totals(rows: pl.DataFrame) -> list[dict[str, Any]]:

@@ -32,10 +32,6 @@ class ReportData:
     def gpus(self) -> list[str]:
         return sorted(self.runs["gpu_name"].unique().to_list())
 
-    def kernel_title(self, kernel: str) -> str:
-        titles = self.runs.filter(pl.col("kernel") == kernel)["kernel_title"]
-        return titles[0] if len(titles) else kernel
-
     @property
     def providers(self) -> list[str]:
         """Every provider, the most frequent first: the order in which they get colors."""
