@@ -58,12 +58,37 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
 
     database = warehouse / "warehouse.duckdb"
     before = database.stat()
+    exported = exported_files(warehouse)
     again = materialize_everything(definitions)
     assert again.success
     assert metadata_of(again, "raw_snapshots")["snapshots_parsed"].value == 0
     assert metadata_of(again, "runs")["rewritten"].value is False
     assert metadata_of(again, "comparable_groups")["rebuilt"].value is False
     assert (database.stat().st_ino, database.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert exported_files(warehouse) == exported, "a no-change run rewrote an export"
+    assert metadata_of(again, "bmf_exports")["dagster/row_count"].value == metadata_of(result, "bmf_exports")["dagster/row_count"].value
+
+    # An export file someone deleted is written again, though nothing else changed.
+    [bmf_file] = (warehouse / "exports" / "bmf").glob("*.json")
+    bmf_file.unlink()
+    assert materialize_everything(definitions).success
+    assert bmf_file.is_file()
+
+    upstream_repo.commit({DATA: liger_csv(liger_row(timestamp="2025-03-01 00:00:00", y50="0.4"))}, "three")
+    assert materialize_everything(definitions).success
+    assert (warehouse / "exports" / "runs.ndjson").read_text().count("\n") == 4
+    assert exported_files(warehouse).keys() == exported.keys()
+    assert all(exported_files(warehouse)[name] != exported[name] for name in ("runs.ndjson", "liger_csv/all_benchmark_data.csv"))
+
+
+def exported_files(warehouse) -> dict[str, tuple[int, int]]:
+    """(inode, mtime) of every export file, by its path under exports/."""
+    root = warehouse / "exports"
+    return {
+        str(p.relative_to(root)): (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and "_stamps" not in p.parts
+    }
 
 
 def test_every_asset_has_a_description_group_and_kind(monkeypatch, tmp_path):

@@ -1,8 +1,8 @@
 import dagster as dg
 
+from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import store
-from pipelines.lib.resources_export import write_ndjson
+from pipelines.lib import documents, resources_export
 
 
 DOCUMENT_SCHEMA = dg.TableSchema(
@@ -19,13 +19,21 @@ DOCUMENT_SCHEMA = dg.TableSchema(
 def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """Every run, protocol and environment as a resource document (the shape of the seed example),
     one JSON object per line in `WAREHOUSE_DIR/exports/{runs,protocols,environments}.ndjson`."""
-    with store.writer_lock(warehouse.path):
-        counts = write_ndjson(warehouse.path)
+    out = warehouse.path / resources_export.EXPORTS
+    counts = export_if_stale(
+        context,
+        warehouse,
+        "resource_documents",
+        tables=("runs", "measurements", "protocols", "environments"),
+        code=[resources_export, documents],
+        out=out,
+        write=lambda: resources_export.write_ndjson(warehouse.path),
+    )
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": counts["runs.ndjson"],
             "dagster/column_schema": DOCUMENT_SCHEMA,
             "files": dg.MetadataValue.json(counts),
-            "path": dg.MetadataValue.path(str(warehouse.path / "exports")),
+            "path": dg.MetadataValue.path(str(out)),
         }
     )

@@ -1,0 +1,34 @@
+"""Exports written only when their tables or code changed (see pipelines.lib.freshness)."""
+
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+import dagster as dg
+
+from pipelines.defs.resources import Warehouse
+from pipelines.lib import freshness, store
+from pipelines.lib.resources_export import EXPORTS
+
+STAMPS = "_stamps"
+
+
+def export_if_stale(
+    context: dg.AssetExecutionContext,
+    warehouse: Warehouse,
+    name: str,
+    tables: tuple[str, ...],
+    code: list[ModuleType],
+    out: Path,
+    write: Callable[[], dict[str, int]],
+) -> dict[str, int]:
+    """Files written -> count, from `write()` under the writer lock, or as recorded when the
+    export's tables and code are the same as when it was last written and its files are all there."""
+    with store.writer_lock(warehouse.path):
+        key = freshness.fingerprint([warehouse.path / f"{t}.parquet" for t in tables], code)
+        built, counts = freshness.rebuild_if_stale(
+            warehouse.path / EXPORTS / STAMPS / f"{name}.json", key, lambda recorded: [out / f for f in recorded or {}], write
+        )
+    if not built:
+        context.log.info(f"{name}: tables and code unchanged since the last export, files kept as they were")
+    return counts
