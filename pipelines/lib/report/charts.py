@@ -99,8 +99,8 @@ def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, colors: M
     canvas = Canvas(width, block_height * blocks + legend.height)
     for index, (sweep, (positions, log_x)) in enumerate(zip(sweeps, axes, strict=True)):
         row, column = divmod(index, columns)
-        _draw_sweep(canvas, column * COLUMN_WIDTH, row * block_height, title_lines, sweep, positions, log_x,
-                    f"{value_label} ({unit})", colors)  # fmt: skip
+        _draw_sweep(canvas, column * COLUMN_WIDTH, row * block_height, (title_lines, tick_room), sweep, positions,
+                    log_x, f"{value_label} ({unit})", colors)  # fmt: skip
     legend.draw(canvas, block_height * blocks, colors)
     return canvas.drawing()
 
@@ -113,8 +113,11 @@ def _x_tick_room(labels: list[str]) -> float:
     return 14 + longest * math.sin(math.radians(X_LABEL_ANGLE))
 
 
-def _draw_sweep(canvas: Canvas, left: float, top: float, title_lines: int, sweep: Sweep, positions: dict[str, float],
-                log_x: bool, value_label: str, colors: Mapping[str, str]) -> None:  # fmt: skip
+def _draw_sweep(canvas: Canvas, left: float, top: float, rooms: tuple[int, float], sweep: Sweep,
+                positions: dict[str, float], log_x: bool, value_label: str,
+                colors: Mapping[str, str]) -> None:  # fmt: skip
+    """One sweep in its block; `rooms`: the lines of title and the height of x tick labels, the same across blocks."""
+    title_lines, tick_room = rooms
     plot_left, plot_right = left + PLOT_LEFT, left + COLUMN_WIDTH - PLOT_RIGHT
     for i, line in enumerate(sweep.title.split("\n")):
         canvas.text(plot_left, top + 8 + TITLE_LINE * (i + 1) - 3, line, size=TITLE_SIZE)
@@ -170,7 +173,7 @@ def _draw_sweep(canvas: Canvas, left: float, top: float, title_lines: int, sweep
             canvas.text(x(p) + 3, ratio_bottom + 12, label, size=TICK_SIZE, anchor="end", angle=-X_LABEL_ANGLE)
         else:
             canvas.text(x(p), ratio_bottom + 13, label, size=TICK_SIZE, anchor="middle")
-    below = ratio_bottom + _x_tick_room([label for label, _ in ticks]) + 12
+    below = ratio_bottom + tick_room + 12
     canvas.text((plot_left + plot_right) / 2, below, sweep.x_label, size=LABEL_SIZE, anchor="middle")
     for label, (a, b) in ((value_label, (value_top, value_bottom)), ("ratio to baseline", (ratio_top, ratio_bottom))):
         canvas.text(left + 20, (a + b) / 2, label, size=LABEL_SIZE - 1, anchor="middle", middle=True, angle=-90)
