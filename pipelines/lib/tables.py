@@ -6,6 +6,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -127,13 +128,17 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     metric_passes: set[tuple[str, str]] = set()
     renamed: list[pl.DataFrame] = []
     try:
-        # Reading a bucket, deduplicating the one before and writing the one before that run at once.
-        for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch)):
-            renamed.append(renamed_rows)
-            runs_writer.write(runs)
-            measurements_writer.write(measurements(runs))
-            gpus.update(runs["gpu_name"].unique().to_list())
-            metric_passes.update(runs.select("metric", "pass").unique().rows())
+        # Reading a bucket, deduplicating the one before and writing the one before that run at once;
+        # a bucket's measurements are built and written while its runs are (Parquet encoding is one
+        # thread per file).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="measurements") as measuring:
+            for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch)):
+                measured = measuring.submit(lambda bucket: measurements_writer.write(measurements(bucket)), runs)
+                renamed.append(renamed_rows)
+                runs_writer.write(runs)
+                gpus.update(runs["gpu_name"].unique().to_list())
+                metric_passes.update(runs.select("metric", "pass").unique().rows())
+                measured.result()
     finally:
         runs_writer.close()
         measurements_writer.close()
