@@ -1,5 +1,6 @@
 """The sources: a git repository made here (clone, fetch, history), plain CSV files, refusals."""
 
+import hashlib
 import http.server
 import threading
 from pathlib import Path
@@ -89,6 +90,9 @@ def test_plain_csv_file_is_one_snapshot_per_content(tmp_path):
     second = source.listing().snapshots[0]
     assert first.snapshot_id != second.snapshot_id and first.commit is None
     assert second.snapshot_id.endswith("/bench.csv")
+    # Listing hashed the file already; staging records that hash instead of reading the file again.
+    assert second.content_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert second.snapshot_id.startswith(second.content_sha256[:12])
 
 
 def test_csv_over_http(tmp_path):

@@ -157,7 +157,7 @@ def stage_snapshot(
     tmp.mkdir(parents=True)
     try:
         data = read(ref)
-        sha = _content_sha256(data)
+        sha = ref.content_sha256 or _content_sha256(data)
         status, reason, header = "ingested", None, None
         try:
             header = read_header(data)

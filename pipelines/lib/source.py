@@ -50,6 +50,9 @@ class SnapshotRef:
     committed_at: datetime | None
     subject: str | None
     sequence: int
+    # The content's sha256 when listing it already took one (a CSV source hashes its file to name
+    # the snapshot), so staging need not read a large file twice for it.
+    content_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -319,6 +322,7 @@ class CsvSource:
             committed_at=None,
             subject=None,
             sequence=0,
+            content_sha256=sha,
         )
         return Listing(head=sha, snapshots=(ref,), files_at_head=(self.file_name,))
 
