@@ -149,3 +149,15 @@ def test_cli_materialize_then_show_run(upstream_repo, tmp_path, dagster_home):
     assert document["environment"]["spec"]["hardware"]["architecture"] == "sm_80"
     missing = run_cli(["show-run", "no/such/run"], env, tmp_path)
     assert missing.returncode == 1 and "no run" in missing.stderr
+
+
+def test_progress_lines_are_at_most_one_per_interval(monkeypatch):
+    from pipelines.defs import common
+
+    clock = iter([0.0, 0.0, 1.0, 2.9, 3.0, 3.0, 3.1, 10.0, 10.0])
+    monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
+    logged = []
+    log = common.at_most_every(3.0, logged.append)
+    for message in ["a", "b", "c", "d", "e", "f"]:
+        log(message)
+    assert logged == ["a", "d", "f"]

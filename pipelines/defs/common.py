@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
 import dagster as dg
 import polars as pl
 
 from pipelines.lib.checks import CheckOutcome
 from pipelines.lib.metadata import column_types, markdown_preview
+
+
+def at_most_every(seconds: float, log: Callable[[str], None]) -> Callable[[str], None]:
+    """`log`, passing on at most one message per `seconds`: the instance stores every log line
+    as an event, which costs more than staging a small snapshot."""
+    last = -seconds
+
+    def maybe(message: str) -> None:
+        nonlocal last
+        if time.monotonic() - last >= seconds:
+            last = time.monotonic()
+            log(message)
+
+    return maybe
 
 
 def table_schema(schema: pl.Schema) -> dg.TableSchema:

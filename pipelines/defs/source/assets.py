@@ -2,7 +2,7 @@ import dataclasses
 
 import dagster as dg
 
-from pipelines.defs.common import table_schema
+from pipelines.defs.common import at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.observations import commit_observations, commits_in_warehouse
 from pipelines.lib import store
@@ -11,6 +11,8 @@ from pipelines.lib.schemas import RUN_ROWS
 from pipelines.lib.source import SnapshotRef
 from pipelines.lib.warehouse import recorded_listing, stage_new, sync
 
+# Progress lines of a long ingest, a few seconds apart.
+PROGRESS_EVERY_S = 3.0
 SNAPSHOT_REF_SCHEMA = dg.TableSchema(
     columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)]
 )
@@ -46,7 +48,7 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
     if listing is None:
         raise dg.Failure("no source listing: materialize upstream_source first")
     with store.writer_lock(warehouse.path):
-        report = stage_new(warehouse.path, warehouse.source_settings(), listing, progress=context.log.info)
+        report = stage_new(warehouse.path, warehouse.source_settings(), listing, progress=at_most_every(PROGRESS_EVERY_S, context.log.info))
     summary = (
         f"parsed {len(report.staged)} new snapshot(s)" if report.staged else "nothing new upstream: parsed nothing"
     )
