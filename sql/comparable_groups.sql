@@ -3,48 +3,69 @@
 -- median_value: the mean of the two middle values when the count is even.
 -- best_provider: the lowest latest value; a tie goes to the name sorting first.
 -- best_ratio: the best provider's ratio to the baseline (null without one).
+-- Rows are stored in no particular order.
 WITH summary AS (
     SELECT
         group_id,
-        any_value(kernel) AS kernel,
-        any_value(pass) AS pass,
-        any_value(metric) AS metric,
-        any_value(workload_slug) AS workload_slug,
-        any_value(workload_digest) AS workload_digest,
-        any_value(protocol_digest) AS protocol_digest,
-        any_value(environment_digest) AS environment_digest,
-        any_value(gpu_name) AS gpu_name,
         count(*) AS n_runs,
-        count(DISTINCT provider) AS n_providers,
-        count(DISTINCT liger_version) AS n_versions,
         min(observed_at) AS first_observed,
         max(observed_at) AS last_observed,
         min(value) AS min_value,
         median(value) AS median_value,
-        max(value) AS max_value,
-        any_value(unit) AS unit
+        max(value) AS max_value
     FROM runs
     WHERE status = 'passed'
     GROUP BY group_id
 ),
 
+-- Apart from summary: a count(DISTINCT) there makes DuckDB buffer the whole scan for a second pass.
+versions AS (
+    SELECT
+        group_id,
+        count(liger_version) AS n_versions
+    FROM (SELECT DISTINCT group_id, liger_version FROM runs WHERE status = 'passed')
+    GROUP BY group_id
+),
+
+-- A group's runs share kernel, pass, metric, workload and GPU (its id hashes
+-- them), so one of its latest runs describes it.
+described AS (
+    SELECT
+        group_id,
+        kernel,
+        pass,
+        metric,
+        workload_slug,
+        workload_digest,
+        protocol_digest,
+        environment_digest,
+        gpu_name,
+        unit
+    FROM runs
+    WHERE rowid IN (SELECT min(latest_row) FROM latest_runs GROUP BY group_id)
+),
+
 best AS (
     SELECT
         group_id,
-        baseline_provider,
-        provider AS best_provider,
-        value AS best_value,
-        ratio AS best_ratio
+        count(*) AS n_providers,
+        any_value(baseline_provider) AS baseline_provider,
+        min(provider) FILTER (WHERE rank = 1) AS best_provider,
+        min(value) AS best_value,
+        arg_min_null(ratio, provider) FILTER (WHERE rank = 1) AS best_ratio
     FROM provider_comparisons
-    QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY value, provider) = 1
+    GROUP BY group_id
 )
 
 SELECT
-    summary.*,
-    best.baseline_provider,
-    best.best_provider,
-    best.best_value,
-    best.best_ratio
-FROM summary
-LEFT JOIN best USING (group_id)
-ORDER BY kernel, pass, metric, gpu_name, workload_slug
+    described.* EXCLUDE (unit),
+    n_runs,
+    n_providers,
+    n_versions,
+    summary.* EXCLUDE (group_id, n_runs),
+    unit,
+    best.* EXCLUDE (group_id, n_providers)
+FROM described
+JOIN summary USING (group_id)
+JOIN versions USING (group_id)
+JOIN best USING (group_id)

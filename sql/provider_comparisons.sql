@@ -10,46 +10,56 @@
 -- noise, the label a reader wants: baseline, no baseline, separated (SPEC's
 -- test, first), within noise, overlapping, or null when p20/p80 are unknown.
 -- rank: 1 = lowest value; equal values share a rank.
-WITH latest AS (
-    SELECT
-        *,
-        log_normal_sigma(p20, p80) AS sigma_log
-    FROM runs
-    WHERE status = 'passed'
-    QUALIFY row_number() OVER (PARTITION BY group_id, provider ORDER BY observed_at DESC, run_id DESC) = 1
-),
-
-baselines AS (
+-- Rows are stored in no particular order.
+-- latest is read twice, from runs each time: fetching the latest runs by rowid
+-- costs less than buffering them.
+WITH latest AS NOT MATERIALIZED (
     SELECT
         group_id,
-        arg_min(provider, list_position(getvariable('baselines'), provider)) AS baseline_provider
-    FROM latest
-    WHERE list_position(getvariable('baselines'), provider) IS NOT NULL
-    GROUP BY group_id
+        kernel,
+        pass,
+        metric,
+        gpu_name,
+        workload_slug,
+        provider,
+        run_id,
+        liger_version,
+        observed_at,
+        value,
+        p20,
+        p80,
+        unit,
+        log_normal_sigma(p20, p80) AS sigma_log,
+        list_position(getvariable('baselines'), provider) AS baseline_place
+    FROM runs
+    WHERE rowid IN (SELECT latest_row FROM latest_runs)
 ),
 
-paired AS (
+-- Per group, the baseline's latest run (arg_min skips providers not in the
+-- list: their place is null) and every latest value, to rank against.
+groups AS (
     SELECT
-        latest.*,
-        baselines.baseline_provider,
-        baseline.run_id AS baseline_run_id,
-        baseline.value AS baseline_value,
-        baseline.p20 AS baseline_p20,
-        baseline.p80 AS baseline_p80,
-        baseline.sigma_log AS baseline_sigma_log
+        group_id,
+        arg_min(provider, baseline_place) AS baseline_provider,
+        arg_min_null(run_id, baseline_place) AS baseline_run_id,
+        arg_min_null(value, baseline_place) AS baseline_value,
+        arg_min_null(p20, baseline_place) AS baseline_p20,
+        arg_min_null(p80, baseline_place) AS baseline_p80,
+        arg_min_null(sigma_log, baseline_place) AS baseline_sigma_log,
+        list(value) AS group_values
     FROM latest
-    LEFT JOIN baselines USING (group_id)
-    LEFT JOIN latest AS baseline
-        ON baseline.group_id = latest.group_id AND baseline.provider = baselines.baseline_provider
+    GROUP BY group_id
 ),
 
 ratios AS (
     SELECT
-        *,
+        latest.* EXCLUDE (baseline_place),
+        groups.* EXCLUDE (group_id),
         improvement_ratio(baseline_value, value, unit) AS ratio,
         provider <> baseline_provider AS challenger,
         sqrt(sigma_log ^ 2 + baseline_sigma_log ^ 2) AS noise_sigma_log
-    FROM paired
+    FROM latest
+    JOIN groups USING (group_id)
 ),
 
 compared AS (
@@ -61,26 +71,7 @@ compared AS (
 )
 
 SELECT
-    group_id,
-    kernel,
-    pass,
-    metric,
-    gpu_name,
-    workload_slug,
-    provider,
-    run_id,
-    liger_version,
-    observed_at,
-    value,
-    p20,
-    p80,
-    unit,
-    sigma_log,
-    baseline_provider,
-    baseline_run_id,
-    baseline_value,
-    baseline_p20,
-    baseline_p80,
+    * EXCLUDE (baseline_sigma_log, group_values, challenger, ratio, separated, noise_sigma_log, within_noise),
     ratio,
     separated,
     noise_sigma_log,
@@ -92,6 +83,6 @@ SELECT
         WHEN within_noise THEN 'within noise'
         WHEN NOT separated THEN 'overlapping'
     END AS noise,
-    rank() OVER (PARTITION BY group_id ORDER BY value) AS rank
+    -- rank() over the group's values, without sorting every group: passed runs have a value.
+    1 + len(list_filter(group_values, lambda other: other < value)) AS rank
 FROM compared
-ORDER BY group_id, rank, provider

@@ -8,18 +8,25 @@
 -- sign_test_p: exact two-sided sign test over the points that are not ties
 -- (8 better of 8 gives 0.0078125); null when every point ties.
 -- x_values and ratios list the points in x order (numeric where x is).
-WITH points AS (
+WITH sweep_points AS (
+    SELECT
+        run_id,
+        x_key,
+        x_value,
+        sweep_digest,
+        sweep_workload
+    FROM runs
+    WHERE rowid IN (SELECT latest_row FROM latest_runs) AND sweep_digest IS NOT NULL
+),
+
+points AS (
     SELECT
         provider_comparisons.*,
-        runs.x_key,
-        runs.x_value,
-        runs.sweep_digest,
-        runs.sweep_workload
+        sweep_points.* EXCLUDE (run_id)
     FROM provider_comparisons
-    JOIN runs USING (run_id)
+    JOIN sweep_points USING (run_id)
     WHERE provider_comparisons.provider <> provider_comparisons.baseline_provider
         AND provider_comparisons.ratio IS NOT NULL
-        AND runs.sweep_digest IS NOT NULL
 ),
 
 sweeps AS (
@@ -40,16 +47,16 @@ sweeps AS (
         exp(avg(ln(ratio))) AS geomean_ratio,
         min(ratio) AS min_ratio,
         max(ratio) AS max_ratio,
-        list(x_value ORDER BY try_cast(x_value AS DOUBLE) NULLS LAST, x_value) AS x_values,
-        list(ratio ORDER BY try_cast(x_value AS DOUBLE) NULLS LAST, x_value) AS ratios
+        -- One ordered list, split below: each ordered aggregate sorts its input again.
+        list({'x_value': x_value, 'ratio': ratio} ORDER BY try_cast(x_value AS DOUBLE) NULLS LAST, x_value) AS points
     FROM points
     GROUP BY kernel, pass, metric, gpu_name, x_key, sweep_digest, provider, baseline_provider
 )
 
 SELECT
-    * EXCLUDE (x_values, ratios),
+    * EXCLUDE (points),
     sign_test_p(n_better, n_worse) AS sign_test_p,
-    x_values,
-    ratios
+    list_transform(points, lambda point: point.x_value) AS x_values,
+    list_transform(points, lambda point: point.ratio) AS ratios
 FROM sweeps
 ORDER BY kernel, pass, metric, gpu_name, x_key, sweep_workload, provider, baseline_provider

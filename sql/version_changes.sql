@@ -3,6 +3,7 @@
 -- ratio = previous_value / value (above 1: the newer run is better).
 -- verdict: improved / regressed when separated and ratio > 1 / < 1; changed
 -- when separated but the metric's direction is unknown; else unchanged.
+-- Rows are stored in no particular order.
 WITH passed AS (
     SELECT
         group_id,
@@ -19,24 +20,23 @@ WITH passed AS (
         p20,
         p80,
         unit,
-        lag(run_id) OVER history AS previous_run_id,
-        lag(liger_version) OVER history AS previous_liger_version,
-        lag(observed_at) OVER history AS previous_observed_at,
-        lag(value) OVER history AS previous_value,
-        lag(p20) OVER history AS previous_p20,
-        lag(p80) OVER history AS previous_p80
+        lag({'run_id': run_id, 'liger_version': liger_version, 'observed_at': observed_at, 'value': value, 'p20': p20, 'p80': p80})
+            OVER (PARTITION BY group_id, provider ORDER BY history_key(observed_at, rowid)) AS previous
     FROM runs
     WHERE status = 'passed'
-    WINDOW history AS (PARTITION BY group_id, provider ORDER BY observed_at, run_id)
 ),
 
 changes AS (
     SELECT
-        * EXCLUDE (previous_p20, previous_p80),
-        improvement_ratio(previous_value, value, unit) AS ratio,
-        intervals_separated(p20, p80, previous_p20, previous_p80) AS separated
+        * EXCLUDE (previous),
+        previous.run_id AS previous_run_id,
+        previous.liger_version AS previous_liger_version,
+        previous.observed_at AS previous_observed_at,
+        previous.value AS previous_value,
+        improvement_ratio(previous.value, value, unit) AS ratio,
+        intervals_separated(p20, p80, previous.p20, previous.p80) AS separated
     FROM passed
-    WHERE previous_run_id IS NOT NULL
+    WHERE previous IS NOT NULL
 )
 
 SELECT
@@ -48,4 +48,3 @@ SELECT
         ELSE 'unchanged'
     END AS verdict
 FROM changes
-ORDER BY group_id, provider, observed_at, run_id

@@ -204,6 +204,52 @@ def test_query_without_a_database_says_what_to_do(tmp_path: Path) -> None:
         warehouse_db.query(tmp_path, "SELECT 1")
 
 
+def test_runs_are_kept_in_run_id_order(warehouse_dir: Path) -> None:
+    run_ids = [r["run_id"] for r in fixture_runs()]
+    assert run_ids != sorted(run_ids), "the fixture's Parquet is not in run_id order"
+    stored = [row["run_id"] for row in rows(warehouse_dir, "SELECT run_id FROM runs ORDER BY rowid")]
+    assert stored == sorted(run_ids)
+
+
+def statistics_of(warehouse_dir: Path) -> dict[str, list[tuple]]:
+    return {name: warehouse_db.query(warehouse_dir, f"SELECT * FROM {name} ORDER BY ALL").rows for name in warehouse_db.STATISTICS}
+
+
+def test_statistics_do_not_depend_on_the_order_of_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sorted Parquet takes the fast path (rowid stands for run_id); any other order is sorted first.
+
+    Reversed, the two liger runs of group A that tie on observed_at come in the order opposite to
+    their run_ids, which must still decide which one is the latest and which one came before.
+    """
+    in_order: list[bool] = []
+    check = warehouse_db._runs_in_run_id_order
+    monkeypatch.setattr(warehouse_db, "_runs_in_run_id_order", lambda con: in_order.append(check(con)) or in_order[-1])
+    runs = fixture_runs()
+    found = {}
+    for order, ordered in {
+        "fixture": runs,
+        "sorted": sorted(runs, key=lambda r: r["run_id"]),
+        "reversed": sorted(runs, key=lambda r: r["run_id"], reverse=True),
+    }.items():
+        write_warehouse(tmp_path / order, ordered)
+        warehouse_db.build_database(tmp_path / order, BASELINES)
+        found[order] = statistics_of(tmp_path / order)
+    assert in_order == [False, True, False]
+    assert found["sorted"] == found["fixture"] == found["reversed"]
+    liger = by_provider(tmp_path / "reversed", "a-hf-1")["liger"]
+    assert liger["run_id"] == "a-liger-2b"
+
+
+def test_run_noise_is_a_view_of_runs(warehouse_dir: Path) -> None:
+    kinds = {
+        row["table_name"]: row["table_type"]
+        for row in rows(warehouse_dir, "SELECT table_name, table_type FROM information_schema.tables")
+    }
+    assert kinds["run_noise"] == "VIEW"
+    assert {kinds[name] for name in warehouse_db.STATISTICS if name != "run_noise"} == {"BASE TABLE"}
+    assert not any(name.startswith("latest") for name in kinds), "intermediates are not kept"
+
+
 # --- run_noise --------------------------------------------------------------------------------
 
 

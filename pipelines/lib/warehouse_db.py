@@ -13,7 +13,9 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,12 @@ DATABASE_NAME = "warehouse.duckdb"
 SQL_DIR = settings.PROJECT_ROOT / "sql"
 
 TABLES: tuple[str, ...] = tuple(schemas.TABLES)
+# Loaded side by side, one connection each: runs alone takes as long as all the others.
+LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs"))
+# Temporary tables the statistics share, computed once per build and not kept in the file.
+INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
+# Statistics stored as views: a view of runs costs no more to read than a copy of it would.
+VIEWS: tuple[str, ...] = ("run_noise",)
 # Each statistic with the statistics its SQL reads, in dependency order (it also reads the tables).
 STATISTIC_INPUTS: dict[str, tuple[str, ...]] = {
     "run_noise": (),
@@ -103,8 +111,10 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, i
     target = database_path(warehouse_dir)
     # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
     temporary = store.temp_path(target)
+    # Where DuckDB spills what does not fit in MEMORY_LIMIT; the same prefix, so it is swept too.
+    spill = temporary.with_name(temporary.name + ".tmp")
     try:
-        with duckdb.connect(str(temporary)) as con:
+        with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
             _load_tables(con, Path(warehouse_dir))
             _create_statistics(con, baselines)
             counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
@@ -115,7 +125,17 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, i
     finally:
         for leftover in (temporary, temporary.with_name(temporary.name + ".wal")):
             leftover.unlink(missing_ok=True)
+        shutil.rmtree(spill, ignore_errors=True)
     return counts
+
+
+# DuckDB's default is 80% of the machine's memory; the build stays well inside a
+# shared machine's share and spills to disk beyond it.
+MEMORY_LIMIT = "3GB"
+
+
+def _build_config(spill: Path) -> dict[str, str]:
+    return {"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)}
 
 
 STATE = "_statistics_state.json"
@@ -155,21 +175,59 @@ def _parquet_source(warehouse_dir: Path, table: str) -> str:
 
 
 def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
-    # Copied in rather than viewed, so the file is self-contained and readers
-    # never see Parquet that a later run rewrote under them.
-    for table in TABLES:
-        con.execute(
-            f'CREATE TABLE "{table}" AS SELECT * FROM read_parquet(?, union_by_name = true)',
-            [_parquet_source(warehouse_dir, table)],
-        )
+    """Copy the Parquet tables in, runs in run_id order.
+
+    Copied rather than viewed, so the file is self-contained and readers never see
+    Parquet that a later run rewrote under them. Each copy runs on one thread, the
+    shares side by side: a copy on several threads keeps the file's row order only
+    by rewriting its row groups at the next checkpoint, which costs as much again.
+    The statistics rely on runs' row order (see `history_key` in sql/macros.sql).
+    """
+    sources = {table: _parquet_source(warehouse_dir, table) for table in TABLES}
+    con.execute("SET threads = 1")
+
+    def load(tables: tuple[str, ...]) -> None:
+        with con.cursor() as cursor:
+            for table in tables:
+                cursor.execute(
+                    f'CREATE TABLE "{table}" AS SELECT * FROM read_parquet(?, union_by_name = true)',
+                    [sources[table]],
+                )
+
+    with ThreadPoolExecutor(len(LOAD_SHARES)) as pool:
+        for done in [pool.submit(load, share) for share in LOAD_SHARES]:
+            done.result()
+    con.execute("RESET threads")
+    if not _runs_in_run_id_order(con):
+        con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM runs ORDER BY run_id")
+
+
+def _runs_in_run_id_order(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when runs' rowid order is run_id order, as the tables are written: one pass, no sort.
+
+    The previous row's rowid is compared too, so a scan that did not follow rowid order fails the test.
+    """
+    (disorders,) = con.execute(
+        "SELECT count(*) FROM (SELECT rowid AS row_id, run_id, lag(rowid) OVER () AS previous_row,"
+        " lag(run_id) OVER () AS previous_run_id FROM runs)"
+        " WHERE previous_row <> row_id - 1 OR previous_run_id >= run_id OR run_id IS NULL"
+    ).fetchone()
+    return disorders == 0
 
 
 def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str]) -> None:
     con.execute(sql_text("macros"))
     # A bound parameter, never spliced into SQL text; the statistics read getvariable('baselines').
     con.execute("SET VARIABLE baselines = ?::VARCHAR[]", [list(baselines)])
+    # No statistic relies on the order its rows are stored in; those that keep one say ORDER BY.
+    con.execute("SET preserve_insertion_order = false")
+    for name in INTERMEDIATES:
+        con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_text(name)}')
     for name in STATISTICS:
-        con.execute(f'CREATE TABLE "{name}" AS\n{sql_text(name)}')
+        kind = "VIEW" if name in VIEWS else "TABLE"
+        con.execute(f'CREATE {kind} "{name}" AS\n{sql_text(name)}')
+    for name in INTERMEDIATES:
+        con.execute(f'DROP TABLE "{name}"')
 
 
 def _row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
