@@ -255,17 +255,52 @@ def open_readonly(warehouse_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         yield con
 
 
-def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
-    """Run one read-only query on warehouse.duckdb."""
-    with open_readonly(warehouse_dir) as con:
-        _only_reads(con, sql)
-        cursor = con.execute(sql, params) if params is not None else con.execute(sql)
+@dataclass(frozen=True)
+class Session:
+    """Queries on one read-only connection: attaching the file costs more than a small query."""
+
+    con: duckdb.DuckDBPyConnection
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
+        _only_reads(self.con, sql)
+        cursor = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
         description = cursor.description or []
         return Result(
             columns=[column[0] for column in description],
             types=[str(column[1]) for column in description],
             rows=cursor.fetchall(),
         )
+
+    def describe(self, table: str) -> list[tuple[str, str]]:
+        """(column, DuckDB type) of a table in warehouse.duckdb."""
+        result = self.query(f'SELECT * FROM "{table}" LIMIT 0')
+        return list(zip(result.columns, result.types, strict=True))
+
+    def preview(self, table: str, n: int = 5) -> Result:
+        """The most telling rows of a statistic (`sql/previews/<table>.sql`): its biggest wins and regressions."""
+        return self.query(sql_text(f"previews/{table}"), {"n": n})
+
+    def run_checks(self) -> list[CheckOutcome]:
+        """Every check of `CHECKS`, once per table it covers."""
+        outcomes = []
+        for check, tables in CHECKS.items():
+            failures = self.query(sql_text(f"checks/{check}")).records()
+            for table in tables:
+                mine = [row for row in failures if row["table_name"] == table]
+                outcomes.append(CheckOutcome(check=check, table=table, failures=mine))
+        return outcomes
+
+
+@contextlib.contextmanager
+def session(warehouse_dir: Path) -> Iterator[Session]:
+    with open_readonly(warehouse_dir) as con:
+        yield Session(con)
+
+
+def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
+    """Run one read-only query on warehouse.duckdb."""
+    with session(warehouse_dir) as reader:
+        return reader.query(sql, params)
 
 
 def _only_reads(con: duckdb.DuckDBPyConnection, sql: str) -> None:
@@ -277,26 +312,9 @@ def _only_reads(con: duckdb.DuckDBPyConnection, sql: str) -> None:
             )
 
 
-def describe(warehouse_dir: Path, table: str) -> list[tuple[str, str]]:
-    """(column, DuckDB type) of a table in warehouse.duckdb."""
-    result = query(warehouse_dir, f'SELECT * FROM "{table}" LIMIT 0')
-    return list(zip(result.columns, result.types, strict=True))
-
-
-def preview(warehouse_dir: Path, table: str, n: int = 5) -> Result:
-    """The most telling rows of a statistic (`sql/previews/<table>.sql`): its biggest wins and regressions."""
-    return query(warehouse_dir, sql_text(f"previews/{table}"), {"n": n})
-
-
 def run_checks(warehouse_dir: Path) -> list[CheckOutcome]:
-    """Every check of `CHECKS`, once per table it covers."""
-    outcomes = []
-    for check, tables in CHECKS.items():
-        failures = query(warehouse_dir, sql_text(f"checks/{check}")).records()
-        for table in tables:
-            mine = [row for row in failures if row["table_name"] == table]
-            outcomes.append(CheckOutcome(check=check, table=table, failures=mine))
-    return outcomes
+    with session(warehouse_dir) as reader:
+        return reader.run_checks()
 
 
 def compare(

@@ -48,17 +48,22 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     context.log.info(
         f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was"
     )
-    for name in warehouse_db.STATISTICS:
-        metadata = _table_metadata(warehouse, name, counts[name])
-        metadata["rebuilt"] = dg.MetadataValue.bool(rebuilt)
-        yield dg.MaterializeResult(asset_key=name, metadata=metadata)
-    for outcome in warehouse_db.run_checks(warehouse.path):
+    with warehouse_db.session(warehouse.path) as reader:
+        results = [
+            dg.MaterializeResult(
+                asset_key=name, metadata={**_table_metadata(warehouse, reader, name, counts[name]), "rebuilt": rebuilt}
+            )
+            for name in warehouse_db.STATISTICS
+        ]
+        outcomes = reader.run_checks()
+    yield from results
+    for outcome in outcomes:
         yield _check_result(outcome)
 
 
-def _table_metadata(warehouse: Warehouse, name: str, row_count: int) -> dict:
-    columns = warehouse_db.describe(warehouse.path, name)
-    preview = warehouse_db.preview(warehouse.path, name, PREVIEW_ROWS)
+def _table_metadata(warehouse: Warehouse, reader: warehouse_db.Session, name: str, row_count: int) -> dict:
+    columns = reader.describe(name)
+    preview = reader.preview(name, PREVIEW_ROWS)
     return {
         "dagster/row_count": row_count,
         "dagster/column_schema": dg.TableSchema(
