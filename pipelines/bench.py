@@ -277,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(PHASES[args.phase[0]](*args.phase[1:]), default=str))
         return 0
     source = args.source if args.source and args.source.exists() else None
-    work = args.work_dir or Path(tempfile.mkdtemp(prefix="liger-bench-"))
+    # Absolute: it is handed to phases as DAGSTER_HOME, which Dagster wants absolute.
+    work = (args.work_dir or Path(tempfile.mkdtemp(prefix="liger-bench-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     try:
         phases = run(args.rows, args.seed, args.data_dir, work, source, not args.no_history, not args.no_statistics)
