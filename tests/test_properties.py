@@ -459,6 +459,9 @@ def test_empty_and_header_only_files(tmp_path):
         ("header only", HEADER.encode(), "ingested", 0),
         ("header only with CRLF", (HEADER + "\r\n").encode(), "ingested", 0),
         ("header not UTF-8", b"\xff" + HEADER.encode() + b"\n", "rejected", 0),
+        # Found by the property above: the first line is empty, so the header names no column.
+        ("empty first line", b"\r\x00", "rejected", 0),
+        ("empty first line, then a header", ("\n" + HEADER + "\n").encode(), "rejected", 0),
     ]:
         with trial("generated input", "empty or header-only file"):
             meta = stage(tmp_path / name, data)

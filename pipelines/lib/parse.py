@@ -75,6 +75,8 @@ def read_header(data: bytes | Path) -> Header:
         columns = tuple(next(csv.reader([text], strict=True)))
     except csv.Error as exc:
         raise NotLigerCsv(f"the header row's quoting is broken ({exc})") from None
+    if not columns:
+        raise NotLigerCsv("the header row is empty: the file does not start with column names")
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     if duplicated:
         raise NotLigerCsv(f"the header names column(s) {', '.join(duplicated)} more than once")
