@@ -135,7 +135,14 @@ def _phase_statistics_floor(warehouse: str) -> dict:
     return {"sql_s": seconds, "groups": groups}
 
 
+def _phase_generate(data_dir: str, rows: str, seed: str) -> dict:
+    from pipelines.lib import synthetic
+
+    return {"csv": str(synthetic.cached_csv(Path(data_dir), int(rows), int(seed)))}
+
+
 PHASES = {
+    "generate": _phase_generate,
     "floor-csv": _phase_floor_csv,
     "normalize": _phase_normalize,
     "dagster-floor": _phase_dagster_floor,
@@ -188,9 +195,10 @@ def _history_env(root: Path, source: Path) -> dict[str, str]:
 
 
 def run(rows: int, seed: int, data_dir: Path, work: Path, source: Path | None, history: bool = True, statistics: bool = True) -> list[Phase]:
-    from pipelines.lib import synthetic
-
-    csv = synthetic.cached_csv(data_dir, rows, seed)
+    # In a process of its own: a child's peak RSS starts from its parent's at fork, so a bench
+    # process grown by generating 10M rows would inflate every phase's figure.
+    generated = measure("generate", _phase_command("generate", str(data_dir), str(rows), str(seed)))
+    csv = Path(generated.detail["csv"])
     phases = [
         measure("floor: polars CSV -> zstd Parquet", _phase_command("floor-csv", str(csv), str(work / "floor.parquet")), rows=rows),
         measure("normalize (stage + tables)", _phase_command("normalize", str(csv), str(work / "synthetic" / "warehouse")),
