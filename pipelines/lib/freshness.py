@@ -36,9 +36,9 @@ def code_fingerprint(modules: list[ModuleType]) -> str:
     return hashlib.sha256("\0".join(inspect.getsource(m) for m in modules).encode()).hexdigest()
 
 
-def fingerprint(inputs: list[Path], code: list[ModuleType], extra: object = None) -> str:
-    parts = {"inputs": file_states(inputs), "code": code_fingerprint(code), "extra": extra}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+def fingerprint(inputs: list[Path], code: list[ModuleType]) -> str:
+    parts = {"inputs": file_states(inputs), "code": code_fingerprint(code)}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def rebuild_if_stale(

@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from pipelines.lib import schemas, settings, store
+from pipelines.lib import freshness, schemas, settings, store
 
 DATABASE_NAME = "warehouse.duckdb"
 SQL_DIR = settings.PROJECT_ROOT / "sql"
@@ -147,7 +147,7 @@ def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
     for table in TABLES:
         # A table commit renames a new file into place, which changes its inode and mtime.
         files = [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]
-        parts.extend([str(f), f.stat().st_ino, f.stat().st_mtime_ns, f.stat().st_size] for f in files if f.is_file())
+        parts.extend(freshness.file_states([f for f in files if f.is_file()]))
     parts.extend(sorted([str(f.relative_to(SQL_DIR)), f.read_text()] for f in SQL_DIR.rglob("*.sql")))
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
