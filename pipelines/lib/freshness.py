@@ -52,9 +52,10 @@ def rebuild_if_stale(
     if stamp.is_file():
         try:
             recorded = json.loads(stamp.read_text())
-        except ValueError:
-            recorded = {}
-        if recorded.get("key") == key and all(p.is_file() for p in outputs(recorded.get("result"))):
+            fresh = recorded["key"] == key and all(p.is_file() for p in outputs(recorded["result"]))
+        except (ValueError, KeyError, TypeError):
+            fresh = False  # a damaged stamp only costs a rebuild
+        if fresh:
             return False, recorded["result"]
     result = build()
     store.write_json_atomic(stamp, {"key": key, "result": result})
