@@ -26,7 +26,8 @@ from pipelines.lib.source import SnapshotRef
 
 # Bump when normalization changes what it writes: staged snapshots of another version are staged again.
 # 2: broken quoting is quarantined, never repaired; schema drift warnings.
-NORMALIZER_VERSION = 2
+# 3: narrow staged rows (schemas.RUN_ROWS) and each snapshot's workload answers beside them.
+NORMALIZER_VERSION = 3
 STAGING = "_staging"
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
@@ -34,6 +35,9 @@ RUN_ROWS_UNIQUE = (
     "raw_y_value_50", "raw_y_value_20", "raw_y_value_80", "row_number",
 )  # fmt: skip
 META = "meta.json"
+# The workload answers (normalize.DistinctCache.workloads) of a snapshot's configs, which the assembly
+# joins back to its runs instead of computing them again.
+WORKLOADS = "workloads.parquet"
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,11 @@ def _write_parts(data: bytes | Path, header: Header, ref: SnapshotRef, folder: P
     def split(records: pl.DataFrame) -> tuple[int, pl.DataFrame, pl.DataFrame]:
         if rejected:
             return records.height, pl.DataFrame(schema=RUN_ROWS), _rejected_rows(records, header, ref.snapshot_id, rejected)
-        normalized = normalize(
-            records, header, snapshot_id=ref.snapshot_id, source=ref.source, source_file=ref.source_file, cache=cache
-        )
+        normalized = normalize(records, header, snapshot_id=ref.snapshot_id, cache=cache)
         return records.height, normalized.rows, normalized.quarantine
 
     row_count = accepted = quarantined = 0
+    cache.workloads.used.clear()
     chunks = ahead(split(records) for records in ahead(iter_records(data, header, careful=careful)))
     for index, (height, out_rows, out_quarantine) in enumerate(chunks):
         # Staged parts are read back whole by the assembly: no statistics.
@@ -121,6 +124,7 @@ def _write_parts(data: bytes | Path, header: Header, ref: SnapshotRef, folder: P
         row_count += height
         accepted += out_rows.height
         quarantined += out_quarantine.height
+    store.write_parquet(cache.workloads.used_answers(), folder / WORKLOADS, compression_level=1, statistics=False)
     return row_count, accepted, quarantined
 
 

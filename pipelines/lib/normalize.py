@@ -33,17 +33,23 @@ UNIT_CONVERSIONS = {
 }
 
 
+KNOWN_ROW = "_known_row"
+
+
 class Lookup:
     """Answers per distinct key tuple, computed once each and kept as a frame that chunks join on.
 
     `compute` gets the frame of keys not seen before and returns it with the answer
-    columns; the work is per distinct value however many rows share it.
+    columns; the work is per distinct value however many rows share it. A tracked lookup
+    also remembers which of its answers were asked for since `used` was last cleared.
     """
 
-    def __init__(self, keys: list[str], schema: dict[str, pl.DataType], compute: Callable[[pl.DataFrame], pl.DataFrame]):
+    def __init__(self, keys: list[str], schema: dict[str, pl.DataType], compute: Callable[[pl.DataFrame], pl.DataFrame], track: bool = False):
         self.keys = keys
         self.compute = compute
         self.known = pl.DataFrame(schema={**{k: pl.String for k in keys}, **schema})
+        self.track = track
+        self.used: set[int] = set()
 
     def attach(self, frame: pl.DataFrame) -> pl.DataFrame:
         new = frame.select(self.keys).unique().join(self.known, on=self.keys, how="anti", nulls_equal=True)
@@ -52,7 +58,20 @@ class Lookup:
             # whole text buffers alive for as long as the cache, so memory would grow with the rows.
             new = pl.DataFrame(new.to_dict(as_series=False), schema=new.schema)
             self.known = pl.concat([self.known, self.compute(new).select(self.known.columns)], rechunk=True)
-        return frame.join(self.known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
+        if not self.track:
+            return frame.join(self.known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
+        known = self.known.with_row_index(KNOWN_ROW)
+        joined = frame.join(known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
+        self.used.update(joined[KNOWN_ROW].unique().to_list())
+        return joined.drop(KNOWN_ROW)
+
+    def used_answers(self) -> pl.DataFrame:
+        """The keys and answers asked for since `used` was cleared."""
+        return self.known.with_row_index(KNOWN_ROW).filter(pl.col(KNOWN_ROW).is_in(sorted(self.used))).drop(KNOWN_ROW)
+
+    def seed(self, answers: pl.DataFrame) -> None:
+        """Take answers computed before (by `compute`, so the same), as `used_answers` gave them."""
+        self.known = pl.concat([self.known, answers.select(self.known.columns)]).unique(self.keys, keep="first", maintain_order=True)
 
 
 def per_key(function: Callable[..., tuple | str], names: list[str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
@@ -86,6 +105,7 @@ class DistinctCache:
             ["extra_benchmark_config_str", "x_name", "x_value"],
             {n: pl.String for n in (*WORKLOAD_FIELDS, "_workload_name")},
             _with_slug(per_key(lambda c, n, v: workload_fields(c, n, v), list(WORKLOAD_FIELDS)), "_workload_name", pl.col("workload_slug")),
+            track=True,
         )
     )
     environments: Lookup = field(
@@ -251,8 +271,6 @@ def normalize(
     header: Header,
     *,
     snapshot_id: str,
-    source: str,
-    source_file: str,
     cache: DistinctCache,
 ) -> Normalized:
     frame = records.with_columns(
@@ -283,10 +301,10 @@ def normalize(
         schema=QUARANTINE,
     )
     good = frame.filter(~pl.col("_bad"))
-    return Normalized(rows=_run_rows(good, snapshot_id, source, source_file, cache), quarantine=quarantine)
+    return Normalized(rows=_run_rows(good, snapshot_id, cache), quarantine=quarantine)
 
 
-def _run_rows(good: pl.DataFrame, snapshot_id: str, source: str, source_file: str, cache: DistinctCache) -> pl.DataFrame:
+def _run_rows(good: pl.DataFrame, snapshot_id: str, cache: DistinctCache) -> pl.DataFrame:
     good = good.rename(
         {
             "kernel_name": "kernel",
@@ -302,10 +320,9 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, source: str, source_file: st
             "_observed_at": "observed_at",
         }
     )
+    # Only what the run id needs of the per-value answers: the rest is joined back by `describe`.
     good = cache.environments.attach(good)
     good = cache.benchmarks.attach(good)
-    good = cache.implementations.attach(good)
-    good = good.with_columns(sha256_hex(good.select(_group_json()).to_series()).alias("group_id"))
     factor, unit = pl.when(False).then(None), pl.when(False).then(None)
     for (metric, raw_unit), (_, canonical_unit, scale) in UNIT_CONVERSIONS.items():
         known = (pl.col("metric") == metric) & (pl.col("raw_unit") == raw_unit)
@@ -323,8 +340,6 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, source: str, source_file: st
         canonical("50").alias("value"),
         canonical("20").alias("p20"),
         canonical("80").alias("p80"),
-        pl.lit(source).alias("source"),
-        pl.lit(source_file).alias("source_file"),
         pl.lit(snapshot_id).alias("snapshot_id"),
         pl.format(
             "{}/{}/{}/{}/{}",
@@ -334,6 +349,24 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, source: str, source_file: st
             "workload_slug",
             pl.col("raw_timestamp").str.replace_all(r"[^0-9]+", "-"),
         ).alias("run_id"),
+    )
+    return good.select(RUN_ROWS.names()).cast(RUN_ROWS)
+
+
+def describe(runs: pl.DataFrame, cache: DistinctCache, sources: pl.DataFrame) -> pl.DataFrame:
+    """Run rows (RUN_ROWS and more) with the columns of RUNS that staging leaves out: those that depend only
+    on a distinct value (config, GPU, benchmark, implementation, group, snapshot), joined back once the
+    rows are down to their runs, so they are never written, read back and sorted with every staged row.
+
+    `sources` holds the source and source_file of each snapshot_id."""
+    frame = cache.workloads.attach(runs.rename({"raw_config": "extra_benchmark_config_str"}))
+    frame = frame.rename({"extra_benchmark_config_str": "raw_config"})
+    frame = cache.environments.attach(frame)
+    frame = cache.benchmarks.attach(frame)
+    frame = cache.implementations.attach(frame)
+    frame = frame.join(sources, on="snapshot_id", how="left", maintain_order="left")
+    return frame.with_columns(
+        sha256_hex(frame.select(_group_json()).to_series()).alias("group_id"),
         # slug("liger {benchmark} {provider} {gpu} {workload slug}") is the slugs of its parts joined by
         # `-` (a separator run becomes one `-`, and slugs have none at their ends), empty parts left out.
         pl.concat_str(
@@ -346,5 +379,3 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, source: str, source_file: st
         .str.strip_chars_end("-")
         .alias("name"),
     )
-    return good.select(RUN_ROWS.names()).cast(RUN_ROWS)
-

@@ -151,10 +151,17 @@ TABLES: dict[str, pl.Schema] = {
     "quarantine": QUARANTINE,
 }
 
-# Columns the normalizer adds to RUNS for each accepted row, before runs are deduplicated.
+# The columns of RUNS that depend only on a distinct value (config, GPU, benchmark, implementation, group,
+# snapshot) or on the history: staged rows leave them out; they are joined back to the deduplicated runs.
+RUN_ROWS_LEFT_OUT = (
+    "name", "title", "benchmark", "kernel_title", "workload", "workload_slug", "workload_digest", "x_key",
+    "sweep_workload", "sweep_digest", "protocol_digest", "environment_digest", "implementation_digest", "group_id",
+    "source", "source_file", "first_seen_snapshot", "last_seen_snapshot", "in_latest",
+)  # fmt: skip
+# What the normalizer stages for each accepted row, before runs are deduplicated.
 RUN_ROWS = pl.Schema(
     {
-        **{k: v for k, v in RUNS.items() if k not in ("first_seen_snapshot", "last_seen_snapshot", "in_latest")},
+        **{k: v for k, v in RUNS.items() if k not in RUN_ROWS_LEFT_OUT},
         "snapshot_id": pl.String,
         "row_number": pl.Int64,
     }

@@ -17,8 +17,8 @@ import polars as pl
 from pipelines.lib import catalog, documents, schemas, store
 from pipelines.lib.background import ahead
 from pipelines.lib.canonical import canonical_json, digest
-from pipelines.lib.ingest import RUN_ROWS_UNIQUE, SnapshotMeta, snapshot_key, staged_metas, staging_dir
-from pipelines.lib.normalize import UNIT_CONVERSIONS
+from pipelines.lib.ingest import RUN_ROWS_UNIQUE, WORKLOADS, SnapshotMeta, snapshot_key, staged_metas, staging_dir
+from pipelines.lib.normalize import UNIT_CONVERSIONS, DistinctCache, describe
 
 STATE = "_state.json"
 # Staged rows deduplicated and sorted in memory at once: what bounds the assembly's memory.
@@ -121,6 +121,7 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     latest = latest_snapshot_ids(metas, files_at_head)
     row_parts = staged_parts(warehouse, metas, "rows", latest)
     accepted = sum(m.accepted for m in metas)
+    describing = _Describing(_staged_cache(warehouse, metas), _sources(metas))
     scratch = out / "_buckets"
     runs_writer = store.ParquetAppender(out / "runs.parquet", schemas.RUNS, RUNS_UNIQUE)
     measurements_writer = store.ParquetAppender(out / "measurements.parquet", schemas.MEASUREMENTS, MEASUREMENTS_UNIQUE)
@@ -132,7 +133,7 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
         # a bucket's measurements are built and written while its runs are (Parquet encoding is one
         # thread per file).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="measurements") as measuring:
-            for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch)):
+            for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch, describing)):
                 measured = measuring.submit(lambda bucket: measurements_writer.write(measurements(bucket)), runs)
                 renamed.append(renamed_rows)
                 runs_writer.write(runs)
@@ -160,11 +161,39 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     return {name: files[name] for name in schemas.TABLES}
 
 
-def _sorted_runs(parts: list[StagedPart], bounds: list[str], scratch: Path) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+@dataclass(frozen=True)
+class _Describing:
+    """What `normalize.describe` joins back to the runs: the per-value answers and each snapshot's source."""
+
+    cache: DistinctCache
+    sources: pl.DataFrame
+
+
+def _staged_cache(warehouse: Path, metas: list[SnapshotMeta]) -> DistinctCache:
+    """A cache that knows the workload answers staging computed for every staged snapshot."""
+    cache = DistinctCache()
+    paths = [staging_dir(warehouse) / snapshot_key(m.snapshot_id) / WORKLOADS for m in metas]
+    answers = [pl.read_parquet(path) for path in paths if path.exists()]
+    if answers:
+        cache.workloads.seed(pl.concat(answers))
+    return cache
+
+
+def _sources(metas: list[SnapshotMeta]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [(m.snapshot_id, m.source, m.source_file) for m in metas],
+        schema={"snapshot_id": pl.String, "source": pl.String, "source_file": pl.String},
+        orient="row",
+    )
+
+
+def _sorted_runs(
+    parts: list[StagedPart], bounds: list[str], scratch: Path, describing: _Describing
+) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
     """Each bucket's runs (see `_runs`), in run_id order from one bucket to the next."""
     carry = pl.DataFrame(schema=schemas.RUNS)
     for bucket_index, rows in enumerate(ahead(_buckets(parts, bounds, scratch))):
-        runs, renamed_rows = _runs(rows)
+        runs, renamed_rows = _runs(rows, describing)
         if not carry.is_empty():
             runs = pl.concat([carry, runs]).sort("run_id")
         # A suffixed id can sort past the next range's first ids; it then waits for that bucket.
@@ -247,7 +276,7 @@ def _bucket_path(folder: Path, bucket: int) -> Path:
     return folder / f"{bucket:05d}.parquet"
 
 
-def _runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _runs(rows: pl.DataFrame, describing: _Describing) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The distinct runs among `rows`, sorted by run_id: each run's first occurrence in history with its
     provenance, ids made unique; and (snapshot_id, row_number, run_id) of the rows whose run got a new id."""
     # One chunk: gathers from a frame of many chunks (one per file piece) are several times slower.
@@ -272,6 +301,7 @@ def _runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         renamed = runs.filter(pl.col("_renamed")).select(*key, "run_id")
         renamed_rows = rows.select(*key, "snapshot_id", "row_number").join(renamed, on=key, how="inner", nulls_equal=True)
         renamed_rows = renamed_rows.select("snapshot_id", "row_number", "run_id")
+    runs = describe(runs, describing.cache, describing.sources)
     return runs.select(schemas.RUNS.names()).cast(schemas.RUNS), renamed_rows
 
 
