@@ -52,18 +52,23 @@ class Lookup:
         self.used: set[int] = set()
 
     def attach(self, frame: pl.DataFrame) -> pl.DataFrame:
-        new = frame.select(self.keys).unique().join(self.known, on=self.keys, how="anti", nulls_equal=True)
+        # Joined first and computed only for the keys that found no answer: once the cache knows a
+        # snapshot's values, a chunk's keys are hashed once, by the join, not also to find the new ones.
+        joined = self._join(frame)
+        new = joined.filter(pl.col(KNOWN_ROW).is_null()).select(self.keys).unique()
         if new.height:
             # Copied out as Python values: polars' string views would otherwise keep every chunk's
             # whole text buffers alive for as long as the cache, so memory would grow with the rows.
             new = pl.DataFrame(new.to_dict(as_series=False), schema=new.schema)
             self.known = pl.concat([self.known, self.compute(new).select(self.known.columns)], rechunk=True)
-        if not self.track:
-            return frame.join(self.known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
-        known = self.known.with_row_index(KNOWN_ROW)
-        joined = frame.join(known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
-        self.used.update(joined[KNOWN_ROW].unique().to_list())
+            joined = self._join(frame)
+        if self.track:
+            self.used.update(joined[KNOWN_ROW].unique().to_list())
         return joined.drop(KNOWN_ROW)
+
+    def _join(self, frame: pl.DataFrame) -> pl.DataFrame:
+        known = self.known.with_row_index(KNOWN_ROW)
+        return frame.join(known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
 
     def used_answers(self) -> pl.DataFrame:
         """The keys and answers asked for since `used` was cleared."""
@@ -208,17 +213,26 @@ def _slug_expr(expr: pl.Expr) -> pl.Expr:
     return expr.str.to_lowercase().str.replace_all(r"[^a-z0-9]+", "-").str.strip_chars("-")
 
 
-def _y_text(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars()
+def _y_text(q: str) -> str:
+    """The column of a y field's text without surrounding whitespace, stripped once for every use."""
+    return f"_y_text_{q}"
 
 
-def _y_missing(column: str) -> pl.Expr:
-    text = _y_text(column)
-    return text.is_null() | text.str.to_lowercase().is_in(MISSING_Y)
+def _y_missing(q: str) -> str:
+    return f"_y_missing_{q}"
 
 
-def _y_number(column: str) -> pl.Expr:
-    return pl.when(_y_missing(column)).then(None).otherwise(_y_text(column).cast(pl.Float64, strict=False))
+def _with_y_numbers(frame: pl.DataFrame) -> pl.DataFrame:
+    """`raw_p{q}` for each y field, and whether it is missing (`_y_missing(q)`), which the problems ask again."""
+    frame = frame.with_columns(pl.col(c).str.strip_chars().alias(_y_text(q)) for q, c in Y_COLUMNS.items())
+    frame = frame.with_columns(
+        (pl.col(_y_text(q)).is_null() | pl.col(_y_text(q)).str.to_lowercase().is_in(MISSING_Y)).alias(_y_missing(q))
+        for q in Y_COLUMNS
+    )
+    return frame.with_columns(
+        pl.when(_y_missing(q)).then(None).otherwise(pl.col(_y_text(q)).cast(pl.Float64, strict=False)).alias(f"raw_p{q}")
+        for q in Y_COLUMNS
+    )
 
 
 def _blank(column: str) -> pl.Expr:
@@ -236,7 +250,7 @@ def _problems() -> list[tuple[pl.Expr, pl.Expr]]:
         (bad_time, pl.format("timestamp {} is not in the form YYYY-MM-DD HH:MM:SS", pl.col("timestamp").str.slice(0, 40))),
         *[
             (
-                ~_y_missing(c) & (pl.col(f"raw_p{q}").is_null() | pl.col(f"raw_p{q}").is_infinite()),
+                ~pl.col(_y_missing(q)) & (pl.col(f"raw_p{q}").is_null() | pl.col(f"raw_p{q}").is_infinite()),
                 pl.format("{} {} is neither a number nor missing", pl.lit(c), pl.col(c).str.slice(0, 80)),
             )
             for q, c in Y_COLUMNS.items()
@@ -287,7 +301,7 @@ def normalize(
     frame = cache.workloads.attach(
         frame.with_columns(pl.col("extra_benchmark_config_str", "x_name", "x_value").fill_null(""))
     )
-    frame = frame.with_columns(*[_y_number(c).alias(f"raw_p{q}") for q, c in Y_COLUMNS.items()])
+    frame = _with_y_numbers(frame)
     frame = frame.with_columns(_is_bad())
 
     bad = frame.filter(pl.col("_bad")).with_columns(_reasons())
@@ -335,6 +349,13 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, cache: DistinctCache) -> pl.
     good = good.with_columns(
         factor.otherwise(pl.lit(None, pl.Float64)).alias("_factor"), unit.otherwise(pl.col("raw_unit")).alias("unit")
     )
+    # An accepted row's timestamp matches TIMESTAMP_PATTERN; in 19 bytes its digits are ASCII, so its only
+    # other characters are `-`, ` ` and `:`, one at a time: what the slug's regex would turn into `-`.
+    stamp = pl.col("raw_timestamp")
+    if good["raw_timestamp"].str.len_bytes().eq(19).all():
+        stamp_slug = stamp.str.replace_many([" ", ":"], ["-", "-"])
+    else:
+        stamp_slug = stamp.str.replace_all(r"[^0-9]+", "-")
     good = good.with_columns(
         pl.when(pl.col("raw_p50").is_null()).then(pl.lit("failed")).otherwise(pl.lit("passed")).alias("status"),
         canonical("50").alias("value"),
@@ -347,7 +368,7 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, cache: DistinctCache) -> pl.
             "provider",
             "_gpu_slug",
             "workload_slug",
-            pl.col("raw_timestamp").str.replace_all(r"[^0-9]+", "-"),
+            stamp_slug,
         ).alias("run_id"),
     )
     return good.select(RUN_ROWS.names()).cast(RUN_ROWS)
