@@ -21,7 +21,7 @@ from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
 from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
 
-RATIOS = ("normalize_ratio", "normalize_peak_rss_mb", "materialize_ratio", "noop_ratio", "stats_ratio")
+RATIOS = ("normalize_ratio", "normalize_peak_rss_mb", "materialize_ratio", "noop_ratio", "stats_ratio", "stats_output_ratio")
 
 
 def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):

@@ -1,14 +1,20 @@
 -- The $n biggest improvements from one run to the next and the $n biggest regressions.
+WITH farthest AS (
+    SELECT *
+    FROM version_changes
+    WHERE verdict IN ('improved', 'regressed')
+    QUALIFY row_number() OVER (PARTITION BY verdict ORDER BY distance_from_par(ratio) DESC, run_id) <= $n
+)
+
 SELECT
-    kernel, pass, metric, gpu_name, workload_slug, provider,
-    previous_liger_version,
-    liger_version,
-    human_value(previous_value, unit) AS previous_value,
-    human_value(value, unit) AS value,
-    human_unit(unit) AS unit,
-    ratio,
-    verdict
-FROM version_changes
-WHERE verdict IN ('improved', 'regressed')
-QUALIFY row_number() OVER (PARTITION BY verdict ORDER BY distance_from_par(ratio) DESC, run_id) <= $n
-ORDER BY ratio DESC
+    run.kernel, run.pass, run.metric, run.gpu_name, run.workload_slug, farthest.provider,
+    farthest.previous_liger_version,
+    farthest.liger_version,
+    human_value(farthest.previous_value, run.unit) AS previous_value,
+    human_value(farthest.value, run.unit) AS value,
+    human_unit(run.unit) AS unit,
+    farthest.ratio,
+    farthest.verdict
+FROM farthest
+JOIN runs AS run USING (run_id)
+ORDER BY farthest.ratio DESC, farthest.run_id
