@@ -117,8 +117,9 @@ def _write_parts(data: bytes | Path, header: Header, ref: SnapshotRef, folder: P
     cache.workloads.used.clear()
     chunks = ahead(split(records) for records in ahead(iter_records(data, header, careful=careful)))
     for index, (height, out_rows, out_quarantine) in enumerate(chunks):
-        # Staged parts are read back whole by the assembly: no statistics.
-        with store.ParquetAppender(folder / f"rows-{index:05d}.parquet", RUN_ROWS, RUN_ROWS_UNIQUE, statistics=False) as part:
+        # Staged parts are read back whole by the assembly: no statistics, and lz4, which writes and reads
+        # them in about 60% of zstd's time for half as much again on disk.
+        with store.ParquetAppender(folder / f"rows-{index:05d}.parquet", RUN_ROWS, RUN_ROWS_UNIQUE, "lz4", statistics=False) as part:
             part.write(out_rows)
         store.write_parquet(out_quarantine, folder / f"quarantine-{index:05d}.parquet", compression_level=1, statistics=False)
         row_count += height
