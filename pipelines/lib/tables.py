@@ -125,6 +125,9 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     scratch = out / "_buckets"
     runs_writer = store.ParquetAppender(out / "runs.parquet", schemas.RUNS, RUNS_UNIQUE)
     measurements_writer = store.ParquetAppender(out / "measurements.parquet", schemas.MEASUREMENTS, MEASUREMENTS_UNIQUE)
+    # Which run each accepted row is, written as the rows are read into buckets; again from the staged
+    # parts if some runs got suffixed ids.
+    mapped_writer = store.ParquetAppender(out / "run_snapshots.parquet", schemas.RUN_SNAPSHOTS)
     gpus: set[str] = set()
     metric_passes: set[tuple[str, str]] = set()
     renamed: list[pl.DataFrame] = []
@@ -133,7 +136,7 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
         # a bucket's measurements are built and written while its runs are (Parquet encoding is one
         # thread per file).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="measurements") as measuring:
-            for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch, describing)):
+            for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch, describing, mapped_writer)):
                 measured = measuring.submit(lambda bucket: measurements_writer.write(measurements(bucket)), runs)
                 renamed.append(renamed_rows)
                 runs_writer.write(runs)
@@ -143,11 +146,15 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     finally:
         runs_writer.close()
         measurements_writer.close()
+        mapped_writer.close()
         shutil.rmtree(scratch, ignore_errors=True)
+    renamed_rows = pl.concat(renamed)
     files = {
         "runs": TableFile(runs_writer.path, runs_writer.rows),
         "measurements": TableFile(measurements_writer.path, measurements_writer.rows),
-        "run_snapshots": _write_run_snapshots(row_parts, pl.concat(renamed), out / "run_snapshots.parquet"),
+        "run_snapshots": TableFile(mapped_writer.path, mapped_writer.rows)
+        if renamed_rows.is_empty()
+        else _write_run_snapshots(row_parts, renamed_rows, mapped_writer.path),
         "quarantine": _write_quarantine(staged_parts(warehouse, metas, "quarantine", latest), out / "quarantine.parquet"),
     }
     small = {
@@ -188,11 +195,11 @@ def _sources(metas: list[SnapshotMeta]) -> pl.DataFrame:
 
 
 def _sorted_runs(
-    parts: list[StagedPart], bounds: list[str], scratch: Path, describing: _Describing
+    parts: list[StagedPart], bounds: list[str], scratch: Path, describing: _Describing, mapped: store.ParquetAppender
 ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
     """Each bucket's runs (see `_runs`), in run_id order from one bucket to the next."""
     carry = pl.DataFrame(schema=schemas.RUNS)
-    for bucket_index, rows in enumerate(ahead(_buckets(parts, bounds, scratch))):
+    for bucket_index, rows in enumerate(ahead(_buckets(parts, bounds, scratch, mapped))):
         runs, renamed_rows = _runs(rows, describing)
         if not carry.is_empty():
             runs = pl.concat([carry, runs]).sort("run_id")
@@ -223,17 +230,25 @@ def _bucket_bounds(parts: list[StagedPart], rows: int) -> list[str]:
     return sorted(set(cuts))
 
 
-def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path) -> Iterator[pl.DataFrame]:
-    """The staged rows of each run-id range in turn, in history order, each with `_order` and `_latest`."""
+def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: store.ParquetAppender) -> Iterator[pl.DataFrame]:
+    """The staged rows of each run-id range in turn, in history order, each with `_order` and `_latest`;
+    each row's (run_id, snapshot_id, row_number) written to `mapped` as it is read."""
+
+    def staged() -> Iterator[pl.DataFrame]:
+        for part in parts:
+            frame = _read_part(part, schemas.RUN_ROWS)
+            mapped.write(frame.select(schemas.RUN_SNAPSHOTS.names()))
+            yield _with_history(frame, part)
+
     if not bounds:
-        yield pl.concat([_empty_rows(), *(_with_history(_read_part(p, schemas.RUN_ROWS), p) for p in parts)])
+        yield pl.concat([_empty_rows(), *staged()])
         return
     scratch.mkdir(parents=True, exist_ok=True)
     cut = pl.lit(pl.Series(bounds, dtype=pl.String))
     with _BucketFiles(scratch) as files:
         pending: dict[int, list[pl.DataFrame]] = {}
         held = 0
-        for frame in ahead(_with_history(_read_part(part, schemas.RUN_ROWS), part) for part in parts):
+        for frame in ahead(staged()):
             frame = frame.with_columns(cut.search_sorted(pl.col("run_id"), side="right").alias("_bucket"))
             for (bucket,), piece in frame.partition_by("_bucket", as_dict=True, include_key=False).items():
                 pending.setdefault(bucket, []).append(piece)
