@@ -32,6 +32,10 @@ RUNS_UNIQUE = RUN_ROWS_UNIQUE
 MEASUREMENTS_UNIQUE = ("run_id", "value", "raw_value")
 # Rows whose run got a suffixed id, for run_snapshots.
 RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
+# Deduplicated runs before `normalize.describe` adds the columns staging leaves out.
+STAGED_RUNS = pl.Schema(
+    {**schemas.RUN_ROWS, "first_seen_snapshot": pl.String, "last_seen_snapshot": pl.String, "in_latest": pl.Boolean}
+)
 # The run key of SPEC section 2, in the column names of RUN_ROWS.
 RUN_KEY = ("kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
 
@@ -136,7 +140,8 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
         # a bucket's measurements are built and written while its runs are (Parquet encoding is one
         # thread per file).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="measurements") as measuring:
-            for runs, renamed_rows in ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch, describing, mapped_writer)):
+            sorted_runs = ahead(_sorted_runs(row_parts, _bucket_bounds(row_parts, accepted), scratch, mapped_writer))
+            for runs, renamed_rows in ahead(_described(sorted_runs, describing)):
                 measured = measuring.submit(lambda bucket: measurements_writer.write(measurements(bucket)), runs)
                 renamed.append(renamed_rows)
                 runs_writer.write(runs)
@@ -194,13 +199,23 @@ def _sources(metas: list[SnapshotMeta]) -> pl.DataFrame:
     )
 
 
+def _described(
+    sorted_runs: Iterator[tuple[pl.DataFrame, pl.DataFrame]], describing: _Describing
+) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Each bucket's runs with every column of RUNS: a step of its own, so that the next bucket is
+    deduplicated while this one is described."""
+    for runs, renamed_rows in sorted_runs:
+        runs = describe(runs, describing.cache, describing.sources)
+        yield runs.select(schemas.RUNS.names()).cast(schemas.RUNS), renamed_rows
+
+
 def _sorted_runs(
-    parts: list[StagedPart], bounds: list[str], scratch: Path, describing: _Describing, mapped: store.ParquetAppender
+    parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: store.ParquetAppender
 ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
     """Each bucket's runs (see `_runs`), in run_id order from one bucket to the next."""
-    carry = pl.DataFrame(schema=schemas.RUNS)
+    carry = pl.DataFrame(schema=STAGED_RUNS)
     for bucket_index, rows in enumerate(ahead(_buckets(parts, bounds, scratch, mapped))):
-        runs, renamed_rows = _runs(rows, describing)
+        runs, renamed_rows = _runs(rows)
         if not carry.is_empty():
             runs = pl.concat([carry, runs]).sort("run_id")
         # A suffixed id can sort past the next range's first ids; it then waits for that bucket.
@@ -270,28 +285,33 @@ class _BucketFiles:
     def __init__(self, folder: Path):
         self.folder = folder
         self.writers: dict[int, store.ParquetAppender] = {}
+        # Parquet encodes a file on one thread: two buckets' files are written at once.
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="buckets")
 
     def __enter__(self) -> "_BucketFiles":
         return self
 
     def __exit__(self, *exc) -> None:
+        self.pool.shutdown()
         for writer in self.writers.values():
             writer.close()
 
     def append(self, pending: dict[int, list[pl.DataFrame]]) -> None:
-        for bucket, frames in pending.items():
+        for bucket in pending:
             if bucket not in self.writers:
                 self.writers[bucket] = store.ParquetAppender(
                     _bucket_path(self.folder, bucket), _empty_rows().schema, (*RUN_ROWS_UNIQUE, "_order"), "none", statistics=False
                 )
-            self.writers[bucket].write(pl.concat(frames))
+        writes = [self.pool.submit(lambda b, frames: self.writers[b].write(pl.concat(frames)), b, f) for b, f in pending.items()]
+        for write in writes:
+            write.result()
 
 
 def _bucket_path(folder: Path, bucket: int) -> Path:
     return folder / f"{bucket:05d}.parquet"
 
 
-def _runs(rows: pl.DataFrame, describing: _Describing) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The distinct runs among `rows`, sorted by run_id: each run's first occurrence in history with its
     provenance, ids made unique; and (snapshot_id, row_number, run_id) of the rows whose run got a new id."""
     # One chunk: gathers from a frame of many chunks (one per file piece) are several times slower.
@@ -316,8 +336,7 @@ def _runs(rows: pl.DataFrame, describing: _Describing) -> tuple[pl.DataFrame, pl
         renamed = runs.filter(pl.col("_renamed")).select(*key, "run_id")
         renamed_rows = rows.select(*key, "snapshot_id", "row_number").join(renamed, on=key, how="inner", nulls_equal=True)
         renamed_rows = renamed_rows.select("snapshot_id", "row_number", "run_id")
-    runs = describe(runs, describing.cache, describing.sources)
-    return runs.select(schemas.RUNS.names()).cast(schemas.RUNS), renamed_rows
+    return runs.select(STAGED_RUNS.names()).cast(STAGED_RUNS), renamed_rows
 
 
 def _provenance(rows: pl.DataFrame) -> pl.DataFrame:
