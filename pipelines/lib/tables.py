@@ -21,8 +21,9 @@ from pipelines.lib.ingest import RUN_ROWS_UNIQUE, WORKLOADS, SnapshotMeta, snaps
 from pipelines.lib.normalize import UNIT_CONVERSIONS, DistinctCache, describe
 
 STATE = "_state.json"
-# Staged rows deduplicated and sorted in memory at once: what bounds the assembly's memory.
-BUCKET_ROWS = 150_000
+# Staged rows deduplicated and sorted in memory at once: what bounds the assembly's memory (about four
+# buckets are in flight: read, deduplicated, described, written).
+BUCKET_ROWS = 100_000
 # Rows partitioned into buckets before they are appended to the buckets' files.
 FLUSH_ROWS = 400_000
 SAMPLES_PER_BUCKET = 200
