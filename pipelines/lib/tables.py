@@ -404,7 +404,9 @@ def _disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
 def measurements(runs: pl.DataFrame) -> pl.DataFrame:
     """p20, p50 and p80 of every passed run; sorted by (run_id, statistic) when `runs` are sorted by run_id."""
     metric_names = {m: cm for (m, _), (cm, _, _) in UNIT_CONVERSIONS.items()}
-    passed = runs.filter(pl.col("status") == "passed")
+    # The columns measurements need, before the filter copies what it keeps.
+    columns = ["run_id", "metric", "unit", "raw_unit", "p20", "value", "p80", "raw_p20", "raw_p50", "raw_p80"]
+    passed = runs.select(columns).filter(runs["status"] == "passed")
     n = passed.height
     # Three rows per run, next to each other: row i is run i // 3's statistic i % 3.
     index = pl.int_range(0, 3 * n, dtype=pl.Int64, eager=True)
