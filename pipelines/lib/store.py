@@ -73,12 +73,22 @@ class ParquetAppender:
     write than polars' default and reads back the same. Columns named `unique` (nearly every value
     distinct) get no dictionary, which would only be built to be dropped, and, when they are texts,
     no min/max statistics, which cost as much as compressing them and prune nothing. The other
-    columns' dictionaries make the file cheaper to write and to read back.
+    columns' dictionaries make the file cheaper to write and to read back. A file that is not `durable`
+    (scratch, deleted before the run ends) is not flushed to disk when closed.
     """
 
-    def __init__(self, path: Path, schema: pl.Schema, unique: tuple[str, ...] = (), compression: str = "zstd", statistics: bool = True):
+    def __init__(
+        self,
+        path: Path,
+        schema: pl.Schema,
+        unique: tuple[str, ...] = (),
+        compression: str = "zstd",
+        statistics: bool = True,
+        durable: bool = True,
+    ):
         self.path = path
         self.rows = 0
+        self.durable = durable
         self._schema = pl.DataFrame(schema=schema).to_arrow(compat_level=pl.CompatLevel.newest()).schema
         self._writer = pq.ParquetWriter(
             path,
@@ -102,7 +112,8 @@ class ParquetAppender:
     def close(self) -> None:
         if self._writer.is_open:
             self._writer.close()
-            fsync_file(self.path)
+            if self.durable:
+                fsync_file(self.path)
 
 
 def commit_files(directory: Path, staged: dict[str, Path]) -> None:

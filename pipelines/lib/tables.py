@@ -281,7 +281,7 @@ def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: 
 
 class _BucketFiles:
     """One Parquet file per bucket, appended to as rows arrive: uncompressed (it is read back once, soon) but
-    dictionary-encoded, which keeps it small and cheap to read."""
+    dictionary-encoded, which keeps it small and cheap to read; scratch, so never flushed to disk."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -301,7 +301,12 @@ class _BucketFiles:
         for bucket in pending:
             if bucket not in self.writers:
                 self.writers[bucket] = store.ParquetAppender(
-                    _bucket_path(self.folder, bucket), _empty_rows().schema, (*RUN_ROWS_UNIQUE, "_order"), "none", statistics=False
+                    _bucket_path(self.folder, bucket),
+                    _empty_rows().schema,
+                    (*RUN_ROWS_UNIQUE, "_order"),
+                    "none",
+                    statistics=False,
+                    durable=False,
                 )
         writes = [self.pool.submit(lambda b, frames: self.writers[b].write(pl.concat(frames)), b, f) for b, f in pending.items()]
         for write in writes:
