@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.lib import ingest, schemas, tables
@@ -62,3 +63,30 @@ def test_tables_from_kept_answers_equal_tables_from_answers_computed_again(tmp_p
     runs = kept["runs"]
     assert runs.height == 7 and runs["workload"].null_count() == 0 and runs["group_id"].n_unique() == 7
     assert set(runs["source_file"]) == {"benchmark/data/data.csv"}
+
+
+def damage_truncated(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:40])
+
+
+def damage_garbage(path: Path) -> None:
+    path.write_bytes(b"not parquet at all\n" * 10)
+
+
+def damage_other_columns(path: Path) -> None:
+    pl.DataFrame({"extra_benchmark_config_str": ["{}"], "workload": [1]}).write_parquet(path)
+
+
+def damage_wrong_types(path: Path) -> None:
+    pl.read_parquet(path).with_columns(pl.col("workload").cast(pl.Categorical)).write_parquet(path)
+
+
+@pytest.mark.parametrize("damage", [damage_truncated, damage_garbage, damage_other_columns, damage_wrong_types])
+def test_a_damaged_answers_file_is_computed_again_not_an_error(tmp_path, damage):
+    two_snapshots(tmp_path)
+    kept = tables.assemble(tmp_path, files_at_head=None)
+    for side_file in ingest.staging_dir(tmp_path).glob(f"*/{ingest.WORKLOADS}"):
+        damage(side_file)
+    again = tables.assemble(tmp_path, files_at_head=None)
+    for name, frame in kept.items():
+        assert frame.equals(again[name]), name

@@ -186,10 +186,22 @@ def _staged_cache(warehouse: Path, metas: list[SnapshotMeta]) -> DistinctCache:
     """A cache that knows the workload answers staging computed for every staged snapshot."""
     cache = DistinctCache()
     paths = [staging_dir(warehouse) / snapshot_key(m.snapshot_id) / WORKLOADS for m in metas]
-    answers = [pl.read_parquet(path) for path in paths if path.exists()]
+    answers = [frame for frame in (_kept_answers(path, cache.workloads.known.schema) for path in paths) if frame is not None]
     if answers:
         cache.workloads.seed(pl.concat(answers))
     return cache
+
+
+def _kept_answers(path: Path, schema: pl.Schema) -> pl.DataFrame | None:
+    """A snapshot's kept workload answers; None when the file is missing, unreadable or not of the
+    lookup's columns. They only save work: the answers they would have given are computed again."""
+    try:
+        frame = pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError):
+        return None
+    if any(frame.schema.get(name) != dtype for name, dtype in schema.items()):
+        return None
+    return frame.select(schema.names())
 
 
 def _sources(metas: list[SnapshotMeta]) -> pl.DataFrame:
