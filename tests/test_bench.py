@@ -21,7 +21,10 @@ from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
 from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
 
-RATIOS = ("normalize_ratio", "normalize_peak_rss_mb", "materialize_ratio", "noop_ratio", "stats_ratio", "stats_output_ratio")
+RATIOS = (
+    "normalize_ratio", "normalize_peak_rss_mb", "materialize_ratio", "noop_ratio", "stats_ratio", "stats_output_ratio",
+    "normalize_read_store_ratio",
+)  # fmt: skip
 
 
 def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
@@ -47,6 +50,11 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     assert counts["run_snapshots"] + counts["quarantine"] == rows
     snapshots = pl.read_parquet(tmp_path / "work" / "synthetic" / "warehouse" / "snapshots.parquet")
     assert snapshots["row_count"].to_list() == [rows]
+    # The reference read the same file and stored the same tables.
+    stored = phases["storing the tables' rows alone"]["detail"]
+    assert stored["records"] == rows
+    assert stored["rows"] == {name: counts[name] for name in ("runs", "measurements", "run_snapshots")}
+    assert "| reading the CSV alone" in done.stdout
     assert phases["materialize real history"]["rows"] == phases["no-change re-run"]["rows"] == 2
     assert phases["statistics (build_database)"]["detail"]["runs"] == counts["runs"]
     # The file is cached for the next run, and generated the same way each time.

@@ -20,6 +20,7 @@ from typing import Iterator
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from pipelines.lib.schemas import REQUIRED_COLUMNS
@@ -157,10 +158,12 @@ def _has_line_break(batch: pa.RecordBatch) -> bool:
 
 
 def _suspect_block(block: bytes) -> bool:
-    # Rust's regex engine scans ~20x faster than re. A match never spans a line break except as its first
-    # character, which `^` stands for at a block start; undecodable bytes become U+FFFD, which the pattern
-    # treats like any other byte that is not a separator.
-    return bool(pl.Series([block.decode("utf-8", errors="replace")]).str.contains(_SUSPECT_QUOTE_TEXT).item())
+    # RE2 (Arrow's regex engine) scans this pattern ~45x faster than re and ~1.5x faster than polars' (Rust)
+    # engine. A match never spans a line break except as its first character, which `^` (the text's start
+    # in both) stands for at a block start; undecodable bytes become U+FFFD, which the pattern treats like
+    # any other character that is not a separator.
+    text = pa.array([block.decode("utf-8", errors="replace")], pa.large_string())
+    return bool(pc.match_substring_regex(text, _SUSPECT_QUOTE_TEXT)[0].as_py())
 
 
 def _line_blocks(data: bytes | Path) -> Iterator[bytes]:

@@ -31,6 +31,8 @@ SAMPLED_PARTS = 64
 ROWS_PER_SNAPSHOT = 1 << 40
 RUNS_UNIQUE = RUN_ROWS_UNIQUE
 MEASUREMENTS_UNIQUE = ("run_id", "value", "raw_value")
+# The tables with a row per run or per staged row, and their columns written without a dictionary.
+ROW_TABLES_UNIQUE = {"runs": RUNS_UNIQUE, "measurements": MEASUREMENTS_UNIQUE, "run_snapshots": ()}
 # Rows whose run got a suffixed id, for run_snapshots.
 RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
 # Deduplicated runs before `normalize.describe` adds the columns staging leaves out.
@@ -128,11 +130,11 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     accepted = sum(m.accepted for m in metas)
     describing = _Describing(_staged_cache(warehouse, metas), _sources(metas))
     scratch = out / "_buckets"
-    runs_writer = store.ParquetAppender(out / "runs.parquet", schemas.RUNS, RUNS_UNIQUE)
-    measurements_writer = store.ParquetAppender(out / "measurements.parquet", schemas.MEASUREMENTS, MEASUREMENTS_UNIQUE)
-    # Which run each accepted row is, written as the rows are read into buckets; again from the staged
-    # parts if some runs got suffixed ids.
-    mapped_writer = store.ParquetAppender(out / "run_snapshots.parquet", schemas.RUN_SNAPSHOTS)
+    runs_writer, measurements_writer, mapped_writer = (
+        store.ParquetAppender(out / f"{name}.parquet", schemas.TABLES[name], unique) for name, unique in ROW_TABLES_UNIQUE.items()
+    )
+    # run_snapshots (which run each accepted row is) is written as the rows are read into buckets; again
+    # from the staged parts if some runs got suffixed ids.
     gpus: set[str] = set()
     metric_passes: set[tuple[str, str]] = set()
     renamed: list[pl.DataFrame] = []
