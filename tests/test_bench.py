@@ -16,7 +16,7 @@ import pytest
 from conftest import liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.lib import parse, settings, store, synthetic, tables
+from pipelines.lib import parse, schemas, settings, store, synthetic, tables
 from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
 from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
@@ -133,3 +133,21 @@ def test_ahead_hands_over_items_errors_and_stops_its_producer():
         if item == 3:
             break
     assert closed.wait(5), "the producer was not closed when the consumer stopped"
+
+
+def test_runs_of_rows_with_distinct_ids_equal_the_general_deduplication(tmp_path, monkeypatch):
+    warehouse = normalize_into(tmp_path / "warehouse", synthetic.write_csv(tmp_path / "synthetic.csv", 3000, seed=5))
+    metas = tables.staged_metas(warehouse)
+    parts = tables.staged_parts(warehouse, metas, "rows", tables.latest_snapshot_ids(metas, None))
+    rows = pl.concat([tables._with_history(tables._read_part(part, schemas.RUN_ROWS), part) for part in parts])
+    assert rows["run_id"].is_unique().all()
+    fast, renamed = tables._runs(rows)
+    assert renamed.is_empty()
+    with monkeypatch.context() as patched:
+        patched.setattr(tables, "_each_row_a_run", lambda rows: None)
+        general, _ = tables._runs(rows)
+    assert_frame_equal(fast, general, check_exact=True)
+    # A repeated id (the same run in a later snapshot) is left to the general deduplication.
+    again = pl.concat([rows, rows.head(5).with_columns(pl.col("_order") + tables.ROWS_PER_SNAPSHOT)])
+    assert tables._each_row_a_run(again) is None
+    assert tables._runs(again)[0].height == rows.height

@@ -336,6 +336,9 @@ def _runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     provenance, ids made unique; and (snapshot_id, row_number, run_id) of the rows whose run got a new id."""
     # One chunk: gathers from a frame of many chunks (one per file piece) are several times slower.
     rows = rows.rechunk() if rows["_order"].is_sorted() else rows.sort("_order")
+    distinct = _each_row_a_run(rows)
+    if distinct is not None:
+        return distinct, pl.DataFrame(schema=RENAMED)
     key = list(RUN_KEY)
     rows = rows.with_columns(pl.struct(key).hash().alias("_key"))
     provenance = _provenance(rows)
@@ -357,6 +360,26 @@ def _runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         renamed_rows = rows.select(*key, "snapshot_id", "row_number").join(renamed, on=key, how="inner", nulls_equal=True)
         renamed_rows = renamed_rows.select("snapshot_id", "row_number", "run_id")
     return runs.select(STAGED_RUNS.names()).cast(STAGED_RUNS), renamed_rows
+
+
+def _each_row_a_run(rows: pl.DataFrame) -> pl.DataFrame | None:
+    """`_runs` of rows whose run ids are all distinct (a file's first ingest: every row a new run), found
+    with one sort instead of hashing every key; None when an id repeats. A repeated key always repeats
+    its id, so distinct ids mean distinct keys, each seen once, and no id to disambiguate."""
+    by_id = rows.select(pl.arg_sort_by("run_id")).to_series()
+    ids = rows["run_id"].gather(by_id)
+    if ids.len() > 1 and (ids.slice(1) == ids.slice(0, ids.len() - 1)).any():
+        return None
+    return (
+        rows[by_id]
+        .with_columns(
+            pl.col("snapshot_id").alias("first_seen_snapshot"),
+            pl.col("snapshot_id").alias("last_seen_snapshot"),
+            pl.col("_latest").alias("in_latest"),
+        )
+        .select(STAGED_RUNS.names())
+        .cast(STAGED_RUNS)
+    )
 
 
 def _provenance(rows: pl.DataFrame) -> pl.DataFrame:
