@@ -248,11 +248,11 @@ def _history_env(root: Path, source: Path) -> dict[str, str]:
 
 
 def run(rows: int, seed: int, data_dir: Path, work: Path, source: Path | None, history: bool = True, statistics: bool = True) -> list[Phase]:
-    # In a process of its own: a child's peak RSS starts from its parent's at fork, so a bench
-    # process grown by generating 10M rows would inflate every phase's figure.
     # A warehouse left by an earlier run in the same --work-dir would make every phase a no-change run.
     for built in ("synthetic", "history"):
         shutil.rmtree(work / built, ignore_errors=True)
+    # In a process of its own: a child's peak RSS starts from its parent's at fork, so a bench
+    # process grown by generating 10M rows would inflate every phase's figure.
     generated = measure("generate", _phase_command("generate", str(data_dir), str(rows), str(seed)))
     csv = Path(generated.detail["csv"])
     phases = [
