@@ -98,10 +98,9 @@ def _phase_normalize_output(csv: str, warehouse: str) -> dict:
     written = {}
     with tempfile.TemporaryDirectory(dir=Path(warehouse).parent) as folder:
         for name, unique in tables.ROW_TABLES_UNIQUE.items():
-            schema = schemas.TABLES[name]
-            with store.ParquetAppender(Path(folder) / f"{name}.parquet", schema, unique) as out:
+            with store.ParquetAppender(Path(folder) / f"{name}.parquet", schemas.TABLES[name], unique) as out:
                 for batch in pq.ParquetFile(Path(warehouse) / f"{name}.parquet").iter_batches(tables.BUCKET_ROWS):
-                    frame = pl.from_arrow(batch).cast(schema)
+                    frame = pl.from_arrow(batch)
                     started, cpu = time.perf_counter(), time.process_time()
                     out.write(frame)
                     store_s, store_cpu_s = store_s + time.perf_counter() - started, store_cpu_s + time.process_time() - cpu

@@ -29,10 +29,8 @@ FLUSH_ROWS = 400_000
 SAMPLES_PER_BUCKET = 200
 SAMPLED_PARTS = 64
 ROWS_PER_SNAPSHOT = 1 << 40
-RUNS_UNIQUE = RUN_ROWS_UNIQUE
-MEASUREMENTS_UNIQUE = ("run_id", "value", "raw_value")
 # The tables with a row per run or per staged row, and their columns written without a dictionary.
-ROW_TABLES_UNIQUE = {"runs": RUNS_UNIQUE, "measurements": MEASUREMENTS_UNIQUE, "run_snapshots": ()}
+ROW_TABLES_UNIQUE = {"runs": RUN_ROWS_UNIQUE, "measurements": ("run_id", "value", "raw_value"), "run_snapshots": ()}
 # Rows whose run got a suffixed id, for run_snapshots.
 RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
 # Deduplicated runs before `normalize.describe` adds the columns staging leaves out.
@@ -368,7 +366,7 @@ def _each_row_a_run(rows: pl.DataFrame) -> pl.DataFrame | None:
     its id, so distinct ids mean distinct keys, each seen once, and no id to disambiguate."""
     by_id = rows.select(pl.arg_sort_by("run_id")).to_series()
     ids = rows["run_id"].gather(by_id)
-    if ids.len() > 1 and (ids.slice(1) == ids.slice(0, ids.len() - 1)).any():
+    if (ids == ids.shift(1)).any():
         return None
     return (
         rows[by_id]
