@@ -60,8 +60,9 @@ def assert_database_valid(warehouse: Path, runs: int) -> None:
 
 def start_parked(target: str, warehouse: Path, source: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     home = tmp_path / "dagster-home"
-    home.mkdir()
-    shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    if not (home / "dagster.yaml").exists():
+        home.mkdir()
+        shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     marker = tmp_path / "parked"
     env = {
         **os.environ,

@@ -15,10 +15,14 @@ CONSOLE_INFO = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 def materialize_all() -> int:
     from pipelines.definitions import defs
 
+    from pipelines.run_health import fail_dead_runs, worker_tags
+
     definitions = defs()
     job = definitions.resolve_implicit_global_asset_job_def()
     with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=CONSOLE_INFO)
+        for message in fail_dead_runs(instance):
+            print(message, file=sys.stderr)
+        result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=CONSOLE_INFO, tags=worker_tags())
     if result.success:
         print(f"materialized every asset (run {result.run_id})")
         return 0
