@@ -20,7 +20,7 @@ import test_security
 
 
 from pipelines.__main__ import main
-from pipelines.lib import settings, warehouse_db
+from pipelines.lib import settings, store, warehouse_db
 
 CSV_FILE = "all_benchmark_data.csv"
 EXPORT_CSV = ["export-liger-csv", "--snapshot", "latest", "--file", CSV_FILE]
@@ -103,6 +103,14 @@ def test_out_that_is_a_folder_is_refused_and_leaves_no_temporary_file(small_data
     result = cli(small_database, *EXPORT_CSV, "--out", str(folder))
     assert_one_line(result, 1, str(folder), "folder")
     assert folder.is_dir() and not list(folder.iterdir())
+    assert not leftovers(tmp_path, folder)
+
+
+def test_a_failed_atomic_write_leaves_no_temporary_file(tmp_path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError):
+        store.write_bytes_atomic(folder, b"data")  # what a rename over a folder meets, whatever refused it first
     assert not leftovers(tmp_path, folder)
 
 
