@@ -7,10 +7,24 @@ import json
 import os
 import sys
 
-from pipelines.lib import settings
+import duckdb
+
+from pipelines.lib import liger_csv, settings, warehouse_db
 from pipelines.lib.cli_exports import add_export_parser
+from pipelines.lib.cli_output import GuardedStream, StandardOutputError, UsageError, UserError
 from pipelines.lib.cli_queries import add_compare_parser, add_sql_parser
 from pipelines.lib.cli_report import add_report_parser
+
+# Errors a user can act on, each shown as its one-line message: usage errors exit 2, the others 1.
+USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, warehouse_db.NoStatement)
+FAILURES: tuple[type[Exception], ...] = (UserError, warehouse_db.WarehouseMissing, liger_csv.ExportError, duckdb.Error)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors on one line (the usage itself is one `--help` away)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _use_project_instance() -> None:
@@ -30,16 +44,19 @@ def materialize(args: argparse.Namespace) -> int:
 def show_run(args: argparse.Namespace) -> int:
     from pipelines.lib.resources_export import show_run as find
 
-    document = find(settings.warehouse_dir(), args.run_id)
+    warehouse = settings.warehouse_dir()
+    if not (warehouse / "runs.parquet").is_file():
+        raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
+    document = find(warehouse, args.run_id)
     if document is None:
-        print(f"no run {args.run_id!r} in {settings.warehouse_dir()}", file=sys.stderr)
+        print(f"no run {args.run_id!r} in {warehouse}", file=sys.stderr)
         return 1
     print(json.dumps(document, indent=2, ensure_ascii=False))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m pipelines", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("materialize", help="ingest the source and compute everything").set_defaults(func=materialize)
     show = commands.add_parser("show-run", help="print one run with its protocol and environment")
@@ -49,8 +66,46 @@ def main(argv: list[str] | None = None) -> int:
     add_compare_parser(commands)
     add_export_parser(commands)
     add_report_parser(commands)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; the errors a user can act on end it with one line on stderr, never a traceback."""
+    args = build_parser().parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = GuardedStream(stdout)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()  # here, not at exit, so a failing stdout is reported like any other
+        return code
+    except StandardOutputError as exc:
+        _discard_stdout(stdout)
+        if isinstance(exc.cause, BrokenPipeError):
+            return 1  # the reader went away (`| head`): stop quietly, as Unix tools do
+        print(f"cannot write to standard output: {exc}", file=sys.stderr)
+        return 1
+    except USAGE_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except FAILURES as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a file or folder the command could not read or write, named by the error
+        print(f"error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
+        return 1
+    finally:
+        sys.stdout = stdout
+
+
+def _discard_stdout(stdout) -> None:
+    """Point standard output at /dev/null, so the interpreter's flush at exit does not fail a second time."""
+    try:
+        fd = stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test's capture): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The `export-liger-csv` and `export-bmf` subcommands: take the data where people already work.
 
 Wire them into an argparse CLI with `add_export_parser(subparsers)`; each
-subcommand sets `func`, which takes the parsed Namespace and returns an exit code.
+subcommand sets `func`, which takes the parsed Namespace and returns an exit code;
+errors are raised, for `python -m pipelines` to report in one line.
 """
 
 from __future__ import annotations
@@ -10,23 +11,22 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.lib import bmf, liger_csv, settings, store
+from pipelines.lib import bmf, liger_csv, settings
+from pipelines.lib.cli_output import UserError, check_output_folder, refuse_special_file, write_file, writing
 from pipelines.lib.resources_export import EXPORTS
 
 
 def export_liger_csv(args: argparse.Namespace) -> int:
     warehouse = settings.warehouse_dir()
-    try:
-        snapshot = liger_csv.resolve_snapshot(warehouse, args.snapshot, args.file)
-        data = liger_csv.rebuild(warehouse, snapshot)
-    except liger_csv.ExportError as exc:
-        print(f"export-liger-csv: {exc}", file=sys.stderr)
-        return 1
+    if args.out != "-":
+        refuse_special_file(Path(args.out))  # before the work, not after it
+    snapshot = liger_csv.resolve_snapshot(warehouse, args.snapshot, args.file)
+    data = liger_csv.rebuild(warehouse, snapshot)
     if args.out == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     else:
-        store.write_bytes_atomic(Path(args.out), data)
+        write_file(Path(args.out), data)
         print(f"{snapshot.snapshot_id}: {snapshot.row_count} rows -> {args.out}", file=sys.stderr)
     return 0
 
@@ -34,10 +34,13 @@ def export_liger_csv(args: argparse.Namespace) -> int:
 def export_bmf(args: argparse.Namespace) -> int:
     warehouse = settings.warehouse_dir()
     if not (warehouse / "runs.parquet").exists():
-        print(f"export-bmf: no runs table in {warehouse}: materialize the warehouse first", file=sys.stderr)
-        return 1
+        raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
     out = Path(args.out) if args.out else warehouse / EXPORTS / bmf.EXPORT_DIR
-    for name, count in bmf.write_bmf(warehouse, out).items():
+    # write_bmf replaces the folder's .json files, and removes those of GPUs no longer present.
+    check_output_folder(out, "*.json")
+    with writing(out):
+        written = bmf.write_bmf(warehouse, out)
+    for name, count in written.items():
         print(f"{out / name}: {count} benchmarks")
     return 0
 
@@ -51,7 +54,12 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     csv_parser.add_argument("--snapshot", required=True, help=f"a snapshot_id, or {liger_csv.LATEST!r}")
     csv_parser.add_argument("--file", help="with --snapshot latest: which file (e.g. all_benchmark_data.csv)")
-    csv_parser.add_argument("--out", default="-", help="where to write the CSV (default: standard output)")
+    csv_parser.add_argument(
+        "--out",
+        default="-",
+        help="the file to write (default: standard output); an existing regular file is replaced, "
+        "anything else (a folder, a symbolic link, a device) is refused",
+    )
     csv_parser.set_defaults(func=export_liger_csv)
 
     bmf_parser = subparsers.add_parser(
@@ -59,5 +67,6 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> None:
         help="write one Bencher Metric Format file per GPU",
         description="Write the latest passed runs as Bencher Metric Format JSON, one file per GPU (testbed).",
     )
-    bmf_parser.add_argument("--out", help="a folder (default: WAREHOUSE_DIR/exports/bmf)")
+    bmf_parser.add_argument("--out", help="a folder (default: WAREHOUSE_DIR/exports/bmf); its .json files are replaced "
+        "and those of GPUs no longer present removed")
     bmf_parser.set_defaults(func=export_bmf)

@@ -2,7 +2,8 @@
 
 Wire them into an argparse CLI with `add_sql_parser(subparsers)` and
 `add_compare_parser(subparsers)`; each sets `func`, which takes the parsed
-Namespace and returns an exit code.
+Namespace and returns an exit code; errors are raised, for `python -m pipelines`
+to report in one line.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from collections.abc import Callable, Sequence
 from itertools import groupby
 from pathlib import Path
 from typing import Any
-
-import duckdb
 
 from pipelines.lib import settings, warehouse_db
 from pipelines.lib.warehouse_db import Result
@@ -131,6 +130,17 @@ def _add_warehouse_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def row_count(text: str) -> int:
+    """A --max-rows value: a whole number, 0 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{count} is negative: give 0 for all rows, or how many to show")
+    return count
+
+
 def add_sql_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "sql",
@@ -145,7 +155,7 @@ def add_sql_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         "--format", "-f", choices=sorted(FORMATS), default="table", help="output format (default: table)"
     )
     parser.add_argument(
-        "--max-rows", type=int, default=100, help="rows shown by --format table, 0 for all (default: 100)"
+        "--max-rows", type=row_count, default=100, help="rows shown by --format table, 0 for all (default: 100)"
     )
     _add_warehouse_dir(parser)
     parser.set_defaults(func=run_sql)
@@ -158,11 +168,7 @@ def run_sql(args: argparse.Namespace) -> int:
         print(f"error: give the SQL as an argument, e.g. {example}, or on stdin", file=sys.stderr)
         return 2
     text = sys.stdin.read() if args.query == "-" else args.query
-    try:
-        result = warehouse_db.query(_warehouse_dir(args), text)
-    except (warehouse_db.WarehouseMissing, duckdb.Error) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    result = warehouse_db.query(_warehouse_dir(args), text)
     if args.format == "table":
         print(format_table(result, max_rows=args.max_rows))
     else:
@@ -193,14 +199,10 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def run_compare(args: argparse.Namespace) -> int:
     warehouse_dir = _warehouse_dir(args)
-    try:
-        rows = warehouse_db.compare(
-            warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers
-        )
-        gpus = [] if rows else warehouse_db.gpus_for_kernel(warehouse_dir, args.kernel)
-    except (warehouse_db.WarehouseMissing, duckdb.Error) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    rows = warehouse_db.compare(
+        warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers
+    )
+    gpus = [] if rows else warehouse_db.gpus_for_kernel(warehouse_dir, args.kernel)
     if not rows:
         hint = f"; GPUs with {args.kernel}: {', '.join(gpus)}" if gpus else f"; no passed runs of {args.kernel} at all"
         print(f"no comparisons match {args.kernel} on {args.gpu}{hint}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """The `report` subcommand: build the static report when it is missing or stale, print where it is.
 
 Wire it into an argparse CLI with `add_report_parser(subparsers)`; it sets
-`func`, which takes the parsed Namespace and returns an exit code.
+`func`, which takes the parsed Namespace and returns an exit code; errors are
+raised, for `python -m pipelines` to report in one line.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import webbrowser
 from pathlib import Path
 
 from pipelines.lib import settings, store, warehouse_db
+from pipelines.lib.cli_output import writing
 from pipelines.lib.report import build_report_if_stale, is_stale, report_dir
 from pipelines.lib.report.build import INDEX
 
@@ -25,7 +27,7 @@ def report(args: argparse.Namespace) -> int:
         )
         return 1
     if args.rebuild or is_stale(warehouse):
-        with store.writer_lock(warehouse):
+        with writing(report_dir(warehouse)), store.writer_lock(warehouse):
             # Asked again under the lock: another process may have built it while this one waited.
             built, summary = build_report_if_stale(warehouse, force=args.rebuild)
         if built:

@@ -46,11 +46,17 @@ def temp_path(final: Path) -> Path:
 def write_bytes_atomic(final: Path, data: bytes) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(final)
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, final)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        # A failed write (a full disk, `final` a folder) leaves nothing behind: outside the
+        # warehouse no `recover` would ever sweep the temporary file.
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(final.parent)
 
 

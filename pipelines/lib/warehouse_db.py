@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -323,12 +324,51 @@ def query(warehouse_dir: Path, sql: str, params: Sequence[Any] | Mapping[str, An
 
 
 def _only_reads(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Refuse any statement but a query: USE, DETACH and ATTACH could reopen the file writable."""
-    for statement in con.extract_statements(sql):
-        if statement.type not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
+    """Refuse any statement but a query: USE, DETACH and ATTACH could reopen the file writable.
+
+    Every statement is vetted before any runs; a refused one is named by its own keyword,
+    since DuckDB's statement types lump several together (INSTALL is a LOAD, USE a SET).
+    """
+    statements = con.extract_statements(sql)
+    if not statements:
+        raise NoStatement("no SQL statement in the query (it is empty, or only comments): give one, e.g. \"SELECT * FROM runs LIMIT 5\"")
+    for statement in statements:
+        try:
+            kind = statement.type
+        except ValueError:  # a statement type newer than the duckdb Python enum (UPDATE EXTENSIONS)
+            kind = None
+        if kind not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
+            name = statement_name(statement.query, kind.name if kind is not None else "UNKNOWN")
             raise duckdb.PermissionException(
-                f"the warehouse is read-only here: {statement.type.name} statements are not run, only queries (SELECT, EXPLAIN)"
+                f"the warehouse is read-only here: {name} statements are not run, only queries "
+                "(SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
             )
+
+
+class NoStatement(ValueError):
+    """The SQL text holds no statement: it is empty, or only comments and semicolons."""
+
+
+# Comments, blanks and opening parentheses before a statement's first keyword.
+_BEFORE_KEYWORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*", re.DOTALL)
+_KEYWORDS = re.compile(r"([A-Za-z_]+)(?:\s+([A-Za-z_]+))?")
+
+
+def statement_name(text: str, type_name: str) -> str:
+    """What a statement is, as its user wrote it: its first keyword (INSTALL, USE, TRUNCATE, ...).
+
+    Two words where the first alone would mislead (FORCE INSTALL, UPDATE EXTENSIONS); DuckDB's
+    `type_name` where the text opens with common table expressions (WITH ... DELETE).
+    """
+    words = _KEYWORDS.match(text, _BEFORE_KEYWORD.match(text).end())
+    if words is None:
+        return type_name
+    first, second = words.group(1).upper(), (words.group(2) or "").upper()
+    if first == "WITH":
+        return type_name
+    if first == "FORCE" or (first, second) == ("UPDATE", "EXTENSIONS"):
+        return f"{first} {second}".strip()
+    return first
 
 
 def run_checks(warehouse_dir: Path) -> list[CheckOutcome]:
