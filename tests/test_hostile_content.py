@@ -11,7 +11,7 @@ from conftest import build_warehouse, git, liger_csv, liger_row
 from test_materialize import load_defs
 from test_report import site_pages
 
-from pipelines.lib import display, metadata, settings, warehouse_db
+from pipelines.lib import bmf, display, metadata, settings, warehouse_db
 from pipelines.lib.report import build_report, charts, html
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -114,3 +114,32 @@ def test_a_huge_field_keeps_every_stored_dagster_event_small(upstream_repo, tmp_
     assert any("OBSERVATION" in what for what in sizes) and any("CHECK_EVALUATION" in what for what in sizes)
     too_big = {what: size for what, size in sizes.items() if size >= METADATA_MAX_BYTES}
     assert not too_big
+
+
+# --- BMF file names ------------------------------------------------------------------------------
+
+
+def test_gpus_that_slug_alike_get_distinct_bmf_files(upstream_repo, tmp_path):
+    gpus = ["NVIDIA B200", "NVIDIA-B200", "NVIDIA H100", "NVIDIA " + "G" * 1000]
+    rows = [liger_row(gpu=gpu, y50=str(i + 1), y20=str(i + 1), y80=str(i + 1)) for i, gpu in enumerate(gpus)]
+    upstream_repo.commit({DATA: liger_csv(*rows)}, "gpus")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    out = tmp_path / "bmf"
+    counts = bmf.write_bmf(warehouse, out)
+    names = bmf.file_names(gpus)
+    assert sorted(counts) == sorted(p.name for p in out.iterdir()) == sorted(names.values())
+    assert len(set(names.values())) == len(gpus)
+    assert names["NVIDIA H100"] == "nvidia-h100.json"
+    b200 = display.short_hash("NVIDIA B200")
+    assert names["NVIDIA B200"] == f"nvidia-b200-{b200}.json" and names["NVIDIA-B200"].startswith("nvidia-b200-")
+    assert all(len(name.encode()) <= 255 for name in names.values())
+    # Each file holds its own GPU's run: the medians differ (1 ms, 2 ms, ...).
+    for i, gpu in enumerate(gpus):
+        [measures] = json.loads((out / names[gpu]).read_text()).values()
+        assert measures["latency"]["value"] == (i + 1) * 1_000_000
+    assert bmf.write_bmf(warehouse, out) == counts  # the same names on every run
+
+
+@pytest.mark.parametrize("gpus", [["NVIDIA B200", "NVIDIA-B200"], ["NVIDIA-B200", "NVIDIA B200"]])
+def test_bmf_names_do_not_depend_on_order(gpus):
+    assert bmf.file_names(gpus) == bmf.file_names(sorted(gpus))
