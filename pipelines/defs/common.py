@@ -8,8 +8,9 @@ from typing import Callable
 import dagster as dg
 import polars as pl
 
+from pipelines.lib import display
 from pipelines.lib.checks import CheckOutcome
-from pipelines.lib.metadata import column_types, markdown_preview
+from pipelines.lib.metadata import bounded_json, column_types, markdown_preview
 
 
 def at_most_every(seconds: float, log: Callable[[str], None]) -> Callable[[str], None]:
@@ -45,6 +46,7 @@ def check_result(outcome: CheckOutcome, asset_key: str, check_name: str, severit
         check_name=check_name,
         passed=outcome.passed,
         severity=severity,
-        description=outcome.description,
-        metadata={k: dg.MetadataValue.json(v) for k, v in outcome.details.items()},
+        # Both name values from the data (run ids, GPU and kernel names): bounded, as every metadata is.
+        description=display.shorten(outcome.description),
+        metadata={k: dg.MetadataValue.json(bounded_json(v)) for k, v in outcome.details.items()},
     )

@@ -1,4 +1,4 @@
-"""Bencher Metric Format (BMF) export: one JSON file per GPU (a Bencher testbed).
+"""Bencher Metric Format (BMF) export: one JSON file per GPU (a Bencher testbed), named by `file_names`.
 
 Each file maps a benchmark name to its measures, in the shape Bencher's
 `json` adapter reads (`bencher run --adapter json --file <gpu>.json
@@ -29,8 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.lib import store
-from pipelines.lib.canonical import slug
+from pipelines.lib import display, store
 
 EXPORT_DIR = "bmf"
 BOUNDS = {"p50": "value", "p20": "lower_value", "p80": "upper_value"}
@@ -67,14 +66,10 @@ def documents(runs: pl.DataFrame, measurements: pl.DataFrame) -> dict[str, dict[
 
 
 def file_names(gpu_names: list[str]) -> dict[str, str]:
-    """GPU name -> `<slug(gpu_name)>.json`, refusing two GPUs that slug alike."""
-    names: dict[str, str] = {}
-    for gpu in gpu_names:
-        name = f"{slug(gpu)}.json"
-        if name in names.values():
-            raise ValueError(f"two GPU names slug to {name}: their BMF files would collide")
-        names[gpu] = name
-    return names
+    """GPU name -> its file: `<slug>.json`, or `<slug>-<hash>.json` when the slug is shared with
+    another GPU of the export ("NVIDIA B200", "NVIDIA-B200") or is longer than 64 characters
+    (see `display.file_names`); distinct GPUs always get distinct files."""
+    return {gpu: f"{name}.json" for gpu, name in display.file_names(gpu_names).items()}
 
 
 def write_bmf(warehouse: Path, out_dir: Path) -> dict[str, int]:

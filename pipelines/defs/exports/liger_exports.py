@@ -5,15 +5,17 @@ import dagster as dg
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import bmf, liger_csv
+from pipelines.lib.metadata import markdown_table
 from pipelines.lib.resources_export import EXPORTS
+
+FILE_NAME_MAX = 255
 
 
 def _exported(out: Path, counts: dict[str, int], what: str) -> dg.MaterializeResult:
-    lines = [f"| file | {what} |", "| --- | ---: |", *(f"| {name} | {count} |" for name, count in sorted(counts.items()))]
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": sum(counts.values()),
-            "files": dg.MetadataValue.md("\n".join(lines)),
+            "files": dg.MetadataValue.md(markdown_table(["file", what], sorted(counts.items()), width=FILE_NAME_MAX)),
             "path": dg.MetadataValue.path(str(out)),
         }
     )

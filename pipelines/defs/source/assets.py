@@ -6,7 +6,9 @@ from pipelines.defs.common import at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.observations import commit_observations, commits_in_warehouse
 from pipelines.lib import store
+from pipelines.lib.display import shorten
 from pipelines.lib.ingest import staged_metas
+from pipelines.lib.metadata import bounded_json
 from pipelines.lib.schemas import RUN_ROWS
 from pipelines.lib.source import SnapshotRef
 from pipelines.lib.warehouse import recorded_listing, stage_new, sync
@@ -32,7 +34,7 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
             "source": warehouse.source,
             "head": listing.head or "",
             "snapshots_listed": len(listing.snapshots),
-            "files_at_head": dg.MetadataValue.json(list(listing.files_at_head)),
+            "files_at_head": dg.MetadataValue.json(bounded_json(list(listing.files_at_head))),
             "dagster/row_count": len(listing.snapshots),
             "dagster/column_schema": SNAPSHOT_REF_SCHEMA,
         },
@@ -54,7 +56,7 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
     )
     context.log.info(summary)
     for warning in report.warnings:
-        context.log.warning(f"schema drift upstream: {warning}")
+        context.log.warning(f"schema drift upstream: {shorten(warning)}")
     for observation in commit_observations(warehouse.path, report.staged):
         context.log_event(observation)
     return dg.MaterializeResult(
@@ -66,7 +68,7 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
             "snapshots_listed": report.listed,
             "snapshots_parsed": len(report.staged),
             "snapshots_already_staged": report.already,
-            "parsed": dg.MetadataValue.json(report.staged),
-            "schema_warnings": dg.MetadataValue.json(report.warnings),
+            "parsed": dg.MetadataValue.json(bounded_json(report.staged)),
+            "schema_warnings": dg.MetadataValue.json(bounded_json(report.warnings)),
         }
     )

@@ -10,7 +10,8 @@ import dagster as dg
 import polars as pl
 
 from pipelines.lib import ingest
-from pipelines.lib.metadata import markdown_preview
+from pipelines.lib.display import shorten
+from pipelines.lib.metadata import bounded_json, markdown_preview
 
 SHOWN_COMMITS = 100
 
@@ -32,12 +33,13 @@ def commit_observations(warehouse: Path, staged_ids: list[str]) -> list[dg.Asset
         observations.append(
             dg.AssetObservation(
                 asset_key="raw_snapshots",
-                description=f"ingested upstream {commit[:12]}: {first.subject or first.source_file}",
+                # Upstream's subject and paths may be of any length: the instance keeps them on every run.
+                description=f"ingested upstream {commit[:12]}: {shorten(first.subject or first.source_file)}",
                 metadata={
                     "commit": commit,
                     "committed_at": first.committed_at or "",
-                    "subject": first.subject or "",
-                    "files": dg.MetadataValue.json([m.source_file for m in metas]),
+                    "subject": shorten(first.subject or ""),
+                    "files": dg.MetadataValue.json(bounded_json([m.source_file for m in metas])),
                     "rows": sum(m.row_count for m in metas),
                     "accepted": sum(m.accepted for m in metas),
                     "quarantined": sum(m.quarantined for m in metas),

@@ -2,10 +2,12 @@ import dagster as dg
 
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import cli_queries, store, warehouse_db
+from pipelines.lib.metadata import markdown_table
 
 GROUP = "statistics"
 PREVIEW_ROWS = 5
 CHECK_FAILURES_SHOWN = 10
+PREVIEW_CELL_MAX = 200  # wide enough for a whole run id
 
 
 def _spec(name: str) -> dg.AssetSpec:
@@ -69,18 +71,21 @@ def _table_metadata(warehouse: Warehouse, reader: warehouse_db.Session, name: st
         "dagster/column_schema": dg.TableSchema(
             columns=[dg.TableColumn(column, type_) for column, type_ in columns]
         ),
-        "preview": dg.MetadataValue.md(cli_queries.format_markdown(preview) if preview.rows else "_no rows_"),
+        "preview": dg.MetadataValue.md(_markdown(preview.columns, preview.rows) if preview.rows else "_no rows_"),
         "database": dg.MetadataValue.path(str(warehouse_db.database_path(warehouse.path))),
     }
+
+
+def _markdown(columns: list[str], rows: list[tuple]) -> str:
+    """Rows as the CLI writes them, each cell cut short: names from the data may be of any length."""
+    return markdown_table(columns, rows, cell=lambda value: cli_queries.format_cell(value, null=""), width=PREVIEW_CELL_MAX)
 
 
 def _check_result(outcome: warehouse_db.CheckOutcome) -> dg.AssetCheckResult:
     shown = outcome.failures[:CHECK_FAILURES_SHOWN]
     metadata: dict = {"failures": len(outcome.failures)}
     if shown:
-        columns = list(shown[0])
-        failures = warehouse_db.Result(columns=columns, types=[], rows=[tuple(row.values()) for row in shown])
-        metadata["first_failures"] = dg.MetadataValue.md(cli_queries.format_markdown(failures))
+        metadata["first_failures"] = dg.MetadataValue.md(_markdown(list(shown[0]), [tuple(row.values()) for row in shown]))
     return dg.AssetCheckResult(
         asset_key=outcome.table,
         check_name=outcome.check,

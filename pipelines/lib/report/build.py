@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.lib import store, warehouse_db
+from pipelines.lib import display, store, warehouse_db
 from pipelines.lib.report import charts, html, pages, svg
 from pipelines.lib.report.data import ReportData, load
 
@@ -268,7 +268,8 @@ def _sweeps(rows: list[dict[str, Any]]) -> list[charts.Sweep]:
             )
             for provider, points in providers.items()
         ]
-        title = charts.wrap(f"{first['x_label'] or first['x_name']} · {_workload_text(workload)}")
+        # Each part cut on its own, so a label of megabytes leaves room for the workload.
+        title = charts.wrap(f"{display.shorten(first['x_label'] or first['x_name'], 100)} · {_workload_text(workload)}")
         sweeps.append(charts.Sweep(title=title, x_label=first["x_label"] or first["x_name"], series=series))
     return sweeps
 

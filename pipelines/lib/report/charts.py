@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pipelines.lib import display
 from pipelines.lib.report import svg
 from pipelines.lib.report.svg import Axis, Canvas, Drawing, num, text_width
 
@@ -229,7 +230,10 @@ def _x_axis(values: Sequence[str]) -> tuple[dict[str, float], bool]:
     return {value: float(i) for i, value in enumerate(distinct)}, False
 
 
-def wrap(text: str, width: int = 60) -> str:
+def wrap(text: str, width: int = 60, most: int = 240) -> str:
+    """`text` in lines of `width`; cut first to `most` characters, so a label of megabytes neither
+    stalls the wrapping nor makes a title of thousands of lines."""
+    text = display.shorten(text, most)
     return "\n".join(textwrap.wrap(text, width)) or text
 
 

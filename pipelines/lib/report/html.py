@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from pipelines.lib import canonical
+from pipelines.lib import display
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1b1b1b; background: #fff; }
@@ -42,8 +42,9 @@ details { margin: 0.3em 0 1em; } summary { cursor: pointer; color: #20324a; }
 
 
 def text(value: Any) -> str:
-    """A value as escaped text: numbers to four significant digits, times to the second, null as a dash."""
-    return escape(plain(value))
+    """A value as escaped text: numbers to four significant digits, times to the second, null as a dash;
+    cut to `display.TEXT_MAX` characters, so a field of megabytes does not make a page of megabytes."""
+    return escape(display.shorten(plain(value)))
 
 
 def plain(value: Any) -> str:
@@ -61,15 +62,15 @@ def plain(value: Any) -> str:
 
 
 def link(href: str, label: str, title: str | None = None) -> str:
-    extra = f' title="{escape(title)}"' if title else ""
-    return f'<a href="{escape(href)}"{extra}>{escape(label)}</a>'
+    extra = f' title="{text(title)}"' if title else ""
+    return f'<a href="{escape(href)}"{extra}>{text(label)}</a>'
 
 
 def commit(sha: str | None) -> str:
     """A commit as its first 12 characters, the whole sha on hover."""
     if not sha:
         return text(None)
-    return f'<code title="{escape(sha)}">{escape(sha[:12])}</code>'
+    return f'<code title="{text(sha)}">{escape(sha[:12])}</code>'
 
 
 def code(value: Any) -> str:
@@ -85,7 +86,7 @@ def image(src: str, alt: str, size: tuple[int, int] | None = None, lazy: bool = 
     attrs = f' width="{size[0]}" height="{size[1]}"' if size else ""
     if lazy:
         attrs += ' loading="lazy"'
-    return f'<img src="{escape(src)}" alt="{escape(alt)}"{attrs}>'
+    return f'<img src="{escape(src)}" alt="{text(alt)}"{attrs}>'
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[str] = (),
@@ -111,7 +112,7 @@ def page(title: str, body: str, footer: str, root: str = "") -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title>
+<title>{text(title)}</title>
 <link rel="stylesheet" href="{root}style.css">
 </head>
 <body>
@@ -126,19 +127,11 @@ def page(title: str, body: str, footer: str, root: str = "") -> str:
 
 
 class Names:
-    """File-safe names for keys, unique within one site: the slug, then `-2`, `-3`... on a clash."""
+    """File-safe names for keys, distinct within one site and short whatever the key's length
+    (the rule of `display.file_names`: the slug, with a hash of the key when cut or shared)."""
 
     def __init__(self, keys: Iterable[str]):
-        self._names: dict[str, str] = {}
-        taken: set[str] = set()
-        for key in sorted(set(keys)):
-            base = canonical.slug_keep_underscore(key) or "x"
-            name, n = base, 1
-            while name in taken:
-                n += 1
-                name = f"{base}-{n}"
-            taken.add(name)
-            self._names[key] = name
+        self._names = display.file_names(keys, keep_underscore=True)
 
     def __getitem__(self, key: str) -> str:
         return self._names[key]

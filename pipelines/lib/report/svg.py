@@ -12,11 +12,22 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from pipelines.lib import display
+
 NAMESPACE = "http://www.w3.org/2000/svg"
 FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 EM = 0.6  # a character's average width in ems, near enough to size margins and legends
 # Characters XML 1.0 cannot hold at all, even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# A line of text in a picture, and the lines of one text: longer ones are cut (`label`), and margins
+# are sized from the cut text (`text_width`), so a name of megabytes draws as a picture of pixels.
+LABEL_MAX = 160
+LINES_MAX = 8
+
+
+def label(line: str) -> str:
+    """One line of text as a picture shows it: at most LABEL_MAX characters."""
+    return display.shorten(line, LABEL_MAX)
 
 
 def escape(value: object) -> str:
@@ -32,7 +43,7 @@ def num(value: float) -> str:
 
 
 def text_width(text: str, size: float) -> float:
-    return EM * size * len(text)
+    return EM * size * len(label(text))
 
 
 @dataclass(frozen=True)
@@ -94,9 +105,9 @@ class Canvas:
             attrs += f' transform="rotate({angle:g} {num(x)} {num(y)})"'
         if color:
             attrs += f' fill="{color}"'
-        lines = content.split("\n")
+        lines = [label(line) for line in content[: LINES_MAX * (LABEL_MAX + 1)].split("\n")[:LINES_MAX]]
         if len(lines) == 1:
-            body = escape(content)
+            body = escape(lines[0])
         else:
             # Centered as a block when `middle`: the first line moves up by half the others.
             first = -0.6 * (len(lines) - 1) if middle else 0
