@@ -17,7 +17,8 @@ from pipelines.lib.liveness import TAG_PREFIX, Worker, boot_id, hostname, this_p
 
 # The worker reports its pid in this engine event when a code server starts it (dagster._grpc.impl).
 STARTED_PROCESS = "Started process for run"
-CHECKED = [DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+# A run killed before it started is NOT_STARTED or STARTING; the CLI's runs carry their worker from creation.
+CHECKED = [DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 
 
 def worker_tags() -> dict[str, str]:
