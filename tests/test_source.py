@@ -113,7 +113,7 @@ def test_csv_over_http(tmp_path):
         source = open_source(url, tmp_path / "cache", "main", FILE_GLOB)
         assert isinstance(source, CsvSource)
         listing = source.listing()
-        assert source.read(listing.snapshots[0]).startswith(b"kernel_name,")
+        assert source.read(listing.snapshots[0]).read_bytes().startswith(b"kernel_name,")
     finally:
         server.shutdown()
 
@@ -149,3 +149,65 @@ def test_local_paths(tmp_path):
 
 def test_bundle_is_a_git_source(real_bundle: Path):
     assert classify(str(real_bundle)) == "git"
+
+
+def test_a_csv_url_is_downloaded_once_and_what_is_hashed_is_staged(tmp_path):
+    from conftest import build_warehouse
+    from local_http import send_bytes, serving
+
+    from pipelines.lib.ingest import staged_metas
+
+    bodies = []
+
+    def respond(handler):
+        # Every request gets different content, as an upstream that publishes between two reads would.
+        bodies.append(liger_csv(*[liger_row(x_value=str(n)) for n in range(len(bodies) + 1)]).encode())
+        send_bytes(handler, bodies[-1])
+
+    with serving(respond) as base:
+        warehouse = build_warehouse(tmp_path / "w", f"{base}/all.csv", tmp_path / "cache")
+    assert len(bodies) == 1, "the URL was downloaded more than once in one run"
+    [meta] = staged_metas(warehouse)
+    assert meta.content_sha256 == hashlib.sha256(bodies[0]).hexdigest() and meta.row_count == 1
+
+
+def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatch):
+    import time
+
+    from local_http import serving
+
+    monkeypatch.setattr("pipelines.lib.source.DOWNLOAD_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    body = liger_csv(liger_row()).encode()
+
+    def trickle(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        for byte in body:  # one byte every 50 ms: each read gets something, the whole takes ~10 s
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            time.sleep(0.05)
+
+    with serving(trickle) as base:
+        url = f"{base}/all.csv"
+        with pytest.raises(SourceError) as raised:
+            open_source(url, tmp_path / "cache", "main", FILE_GLOB).sync()
+    assert str(raised.value).startswith(f"downloading {url} did not finish within 1 s")
+    assert "\n" not in str(raised.value)
+
+
+def test_a_git_remote_that_never_answers_fails_at_the_deadline(tmp_path, monkeypatch):
+    import socket
+
+    monkeypatch.setattr("pipelines.lib.source.LS_REMOTE_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.lib.source.GIT_DEADLINE_SECONDS", 1)
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/liger.git"
+        source = GitSource(url, tmp_path / "cache", "main", FILE_GLOB)
+        with pytest.raises(SourceError, match=r"^git ls-remote of http://127\.0\.0\.1:\d+/liger\.git did not finish within 1 s"):
+            source.remote_head()
+        with pytest.raises(SourceError, match=r"^git clone of http://127\.0\.0\.1:\d+/liger\.git did not finish within 1 s"):
+            source.sync()

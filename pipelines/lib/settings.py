@@ -23,7 +23,7 @@ def warehouse_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """`LIGER_CACHE_DIR`, default `data/cache`: where git sources are cloned."""
+    """`LIGER_CACHE_DIR`, default `data/cache`: where git sources are cloned and a CSV source's content is kept."""
     return _project_path(os.environ.get("LIGER_CACHE_DIR") or "data/cache")
 
 
