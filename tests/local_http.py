@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 
 @contextlib.contextmanager

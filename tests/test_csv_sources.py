@@ -6,6 +6,8 @@ from conftest import liger_csv, liger_row
 from local_http import serving_file
 from test_materialize import load_defs, materialize_everything, metadata_of
 
+from pipelines.lib import settings
+
 
 def materialize_twice_then_change(definitions, csv_path, warehouse):
     first = materialize_everything(definitions)
@@ -51,3 +53,42 @@ def test_the_sensor_asks_for_a_csv_source_with_tags_dagster_accepts(tmp_path):
         [request] = tick(warehouse, None, instance).run_requests
         normalize_tags({**request.tags, "dagster/run_key": request.run_key}, strict=True)  # raises on a value Dagster refuses
         assert run_request(warehouse, request, instance).success
+
+
+def test_a_relative_liger_source_is_taken_from_where_the_command_runs(upstream_repo, tmp_path):
+    from test_materialize import DATA, run_cli
+
+    dagster_home = tmp_path / "dagster-home"
+    dagster_home.mkdir()
+    (dagster_home / "dagster.yaml").write_bytes((settings.PROJECT_ROOT / "dagster.yaml").read_bytes())
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    elsewhere = tmp_path / "some" / "folder"  # not as deep as DAGSTER_HOME, where the command moves to
+    elsewhere.mkdir(parents=True)
+    env = {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
+           "LIGER_SOURCE": "../../upstream"}  # fmt: skip
+    result = run_cli(["materialize"], env, elsewhere)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert pl.read_parquet(tmp_path / "w" / "runs.parquet").height == 1
+
+
+def test_bootstrap_passes_a_relative_liger_source_on_as_absolute(tmp_path, monkeypatch):
+    from pipelines import bootstrap
+
+    seen = {}
+    monkeypatch.setattr(bootstrap, "ensure_venv", lambda: tmp_path / "python")
+    monkeypatch.setattr(bootstrap.subprocess, "run", lambda command, **kw: seen.update(source=bootstrap.os.environ["LIGER_SOURCE"]) or type("R", (), {"returncode": 0}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(bootstrap.os, "chdir", lambda path: None)  # stays in tmp_path (undone after the test)
+    monkeypatch.setenv("LIGER_SOURCE", "data/mine.csv")
+    assert bootstrap.main(["materialize"]) == 0
+    assert seen["source"] == str(tmp_path / "data" / "mine.csv")
+
+
+@pytest.mark.parametrize(
+    "value", ["https://github.com/linkedin/Liger-Kernel.git", "git@example.invalid:org/x.git", "file:///x", "/abs/x.csv", "~/x.csv", ""]
+)
+def test_only_a_relative_local_liger_source_is_made_absolute(value, tmp_path):
+    from pipelines.lib.settings import absolute_source
+
+    assert absolute_source(value, tmp_path) == value
