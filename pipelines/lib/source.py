@@ -29,6 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Self
 
+from pipelines.lib.settings import DEFAULT_FILE_GLOB
+
 # Overall deadlines of the steps that wait on someone else: past one, the step fails with a SourceError
 # naming it, instead of holding the warehouse's writer lock for as long as a stalled server likes.
 GIT_DEADLINE_SECONDS = 600  # a clone or fetch (and any git command)
@@ -44,10 +46,18 @@ _REMOTE_HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
 GIT_PROTOCOLS = "file:http:https:ssh"
 _SAFE_REF = re.compile(r"^[A-Za-z0-9._/-]+$")
 BUNDLE_SIGNATURES = (b"# v2 git bundle", b"# v3 git bundle")
+_REGULAR_FILE_MODES = ("100644", "100755")
 
 
 class SourceError(RuntimeError):
     """The source cannot be read; the message is one line a person can act on."""
+
+
+class BranchNotFound(SourceError):
+    """The source answers but has no such branch: the setting to fix is LIGER_BRANCH, and retrying cannot help."""
+
+    def __init__(self, source: str, branch: str):
+        super().__init__(f"branch {branch!r} was not found in the Liger benchmark source {source!r}; set LIGER_BRANCH to one of its branches")
 
 
 class DeadlineExceeded(SourceError):
@@ -158,7 +168,7 @@ def with_retries(action: Callable[[], object], attempts: int = NETWORK_ATTEMPTS,
     for attempt in range(attempts):
         try:
             return action()
-        except DeadlineExceeded:
+        except (DeadlineExceeded, BranchNotFound):
             raise
         except SourceError:
             if attempt == attempts - 1:
@@ -246,13 +256,16 @@ class GitSource:
                 step=f"git clone of {self.source}",
             )
             if result.returncode != 0:
+                answer = self._ls_remote()
+                if answer.returncode == 0 and not answer.stdout.strip():
+                    raise BranchNotFound(self.source, self.branch)
                 raise unreachable(self.source, result.stderr.decode(errors="replace").strip() or "git clone failed")
 
         try:
             with_retries(clone)
             # A bundle clone names the branch but may not keep it under refs/heads.
             if _git(["rev-parse", "--verify", "--quiet", self._ref], staging).returncode != 0:
-                raise unreachable(self.source, f"branch {self.branch!r} not found")
+                raise BranchNotFound(self.source, self.branch)
             if self.clone_dir.is_dir():
                 shutil.rmtree(self.clone_dir, ignore_errors=True)
             else:
@@ -265,20 +278,29 @@ class GitSource:
         return fnmatch.fnmatchcase(path, self.file_glob)
 
     def listing(self) -> Listing:
-        """Every commit on the branch (first parent, oldest first) that added or changed a matching file."""
+        """Every commit on the branch (first parent, oldest first) that added or changed a matching file.
+
+        Only regular files count: a submodule (gitlink) or symlink at a matching path holds no data.
+        """
         head = _git_ok(["rev-parse", "--verify", self._ref], self.clone_dir).decode().strip()
         log = _git_ok(
-            ["log", "--first-parent", "-m", "--reverse", "--no-renames", "--name-status", "-z",
+            ["log", "--first-parent", "-m", "--reverse", "--no-renames", "--raw", "--no-abbrev", "-z",
              "--format=%x1e%H%x1f%cI%x1f%s", self._ref],
             self.clone_dir,
         ).decode("utf-8", errors="replace")  # fmt: skip
         snapshots: list[SnapshotRef] = []
+        ever_matched = False
         for sequence, record in enumerate(r for r in log.split("\x1e") if r.strip()):
             header, _, changes = record.partition("\x00")
             commit, committed, subject = header.strip("\n").split("\x1f", 2)
+            # --raw -z: ":<old mode> <new mode> <old sha> <new sha> <status>" then the path, each ended by NUL.
             fields = [f.strip("\n") for f in changes.split("\x00") if f.strip("\n")]
-            for status, path in zip(fields[::2], fields[1::2]):
-                if status[0] in "AM" and self._matches(path):
+            for change, path in zip(fields[::2], fields[1::2]):
+                if not self._matches(path):
+                    continue
+                ever_matched = True
+                _, new_mode, _, _, status = change.lstrip(":").split(" ")
+                if status[0] in "AMT" and new_mode in _REGULAR_FILE_MODES:
                     snapshots.append(
                         SnapshotRef(
                             snapshot_id=f"{commit[:12]}/{PurePosixPath(path).name}",
@@ -290,9 +312,19 @@ class GitSource:
                             sequence=sequence + 1,
                         )
                     )
-        tree = _git_ok(["ls-tree", "-r", "--name-only", "-z", self._ref], self.clone_dir).decode("utf-8", errors="replace")
-        files = tuple(sorted(p for p in tree.split("\x00") if p and self._matches(p)))
-        return Listing(head=head, snapshots=tuple(snapshots), files_at_head=files)
+        if not ever_matched:
+            raise SourceError(
+                f"LIGER_FILE_GLOB {self.file_glob!r} matches no file in the history of branch {self.branch!r} of {self.source!r}: "
+                f"set LIGER_FILE_GLOB to the data files' path pattern (default {DEFAULT_FILE_GLOB!r})"
+            )
+        tree = _git_ok(["ls-tree", "-r", "-z", self._ref], self.clone_dir).decode("utf-8", errors="replace")
+        files = []
+        for entry in filter(None, tree.split("\x00")):
+            info, _, path = entry.partition("\t")
+            mode, kind, _ = info.split(" ", 2)
+            if kind == "blob" and mode in _REGULAR_FILE_MODES and self._matches(path):
+                files.append(path)
+        return Listing(head=head, snapshots=tuple(snapshots), files_at_head=tuple(sorted(files)))
 
     def read(self, ref: SnapshotRef) -> bytes:
         return _git_ok(["cat-file", "blob", f"{ref.commit}:{ref.source_file}"], self.clone_dir)
@@ -496,7 +528,10 @@ def _fetch_url(url: str, watchdog: _Watchdog, take: Callable[[bytes], None]) -> 
 
 
 def normalized_source(source: str) -> str:
-    """One spelling per source: a local path absolute and resolved, a URL as given."""
+    """One spelling per source: a local path (or file URL) absolute and resolved, another URL as given."""
+    parsed = urllib.parse.urlparse(source)
+    if parsed.scheme.lower() == "file" and parsed.netloc in ("", "localhost"):
+        return str(Path(urllib.parse.unquote(parsed.path)).resolve())
     return _git_url(source)
 
 
