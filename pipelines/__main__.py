@@ -30,6 +30,7 @@ class Parser(argparse.ArgumentParser):
 def _use_project_instance() -> None:
     # dagster.yaml at the project root holds the instance; relative storage paths are taken from there.
     os.environ.setdefault("DAGSTER_HOME", str(settings.PROJECT_ROOT))
+    settings.use_absolute_source()  # a relative LIGER_SOURCE means the user's folder, not DAGSTER_HOME
     os.chdir(os.environ["DAGSTER_HOME"])
 
 

@@ -58,6 +58,10 @@ def main(argv: list[str]) -> int:
         command = [str(python), "-m", "pytest", *argv[1:]]
     else:
         command = [str(python), "-m", "pipelines", *argv]
+    # Standard library only, like this module: a relative LIGER_SOURCE means the user's folder, not ROOT.
+    from pipelines.lib.settings import use_absolute_source
+
+    use_absolute_source()
     os.chdir(ROOT)
     return subprocess.run(command).returncode
 

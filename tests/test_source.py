@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 
-from pipelines.lib.source import CsvSource, GitSource, SourceError, classify, open_source
+from pipelines.lib.source import (
+    CsvSource,
+    GitSource,
+    SourceError,
+    classify,
+    open_source,
+)
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -113,7 +119,7 @@ def test_csv_over_http(tmp_path):
         source = open_source(url, tmp_path / "cache", "main", FILE_GLOB)
         assert isinstance(source, CsvSource)
         listing = source.listing()
-        assert source.read(listing.snapshots[0]).startswith(b"kernel_name,")
+        assert source.read(listing.snapshots[0]).read_bytes().startswith(b"kernel_name,")
     finally:
         server.shutdown()
 
@@ -149,3 +155,164 @@ def test_local_paths(tmp_path):
 
 def test_bundle_is_a_git_source(real_bundle: Path):
     assert classify(str(real_bundle)) == "git"
+
+
+def test_a_csv_url_is_downloaded_once_and_what_is_hashed_is_staged(tmp_path):
+    from conftest import build_warehouse
+    from local_http import send_bytes, serving
+
+    from pipelines.lib.ingest import staged_metas
+
+    bodies = []
+
+    def respond(handler):
+        # Every request gets different content, as an upstream that publishes between two reads would.
+        bodies.append(liger_csv(*[liger_row(x_value=str(n)) for n in range(len(bodies) + 1)]).encode())
+        send_bytes(handler, bodies[-1])
+
+    with serving(respond) as base:
+        warehouse = build_warehouse(tmp_path / "w", f"{base}/all.csv", tmp_path / "cache")
+    assert len(bodies) == 1, "the URL was downloaded more than once in one run"
+    [meta] = staged_metas(warehouse)
+    assert meta.content_sha256 == hashlib.sha256(bodies[0]).hexdigest() and meta.row_count == 1
+
+
+def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatch):
+    import time
+
+    from local_http import serving
+
+    monkeypatch.setattr("pipelines.lib.source.DOWNLOAD_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    body = liger_csv(liger_row()).encode()
+
+    def trickle(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        for byte in body:  # one byte every 50 ms: each read gets something, the whole takes ~10 s
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            time.sleep(0.05)
+
+    with serving(trickle) as base:
+        url = f"{base}/all.csv"
+        with pytest.raises(SourceError) as raised:
+            open_source(url, tmp_path / "cache", "main", FILE_GLOB).sync()
+    assert str(raised.value).startswith(f"downloading {url} did not finish within 1 s")
+    assert "\n" not in str(raised.value)
+
+
+def test_a_git_remote_that_never_answers_fails_at_the_deadline(tmp_path, monkeypatch):
+    import socket
+
+    monkeypatch.setattr("pipelines.lib.source.LS_REMOTE_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.lib.source.GIT_DEADLINE_SECONDS", 1)
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/liger.git"
+        source = GitSource(url, tmp_path / "cache", "main", FILE_GLOB)
+        with pytest.raises(SourceError, match=r"^git ls-remote of http://127\.0\.0\.1:\d+/liger\.git did not finish within 1 s"):
+            source.remote_head()
+        with pytest.raises(SourceError, match=r"^git clone of http://127\.0\.0\.1:\d+/liger\.git did not finish within 1 s"):
+            source.sync()
+
+
+def test_a_file_glob_that_matches_nothing_is_refused(upstream_repo, tmp_path):
+    from conftest import build_warehouse
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    warehouse = build_warehouse(tmp_path / "w", str(upstream_repo.path), tmp_path / "cache")
+    runs_before = (warehouse / "runs.parquet").read_bytes()
+    with pytest.raises(SourceError) as raised:
+        build_warehouse(warehouse, str(upstream_repo.path), tmp_path / "cache", file_glob="benchmark/data/nothing_*.csv")
+    message = str(raised.value)
+    assert "'benchmark/data/nothing_*.csv'" in message and "LIGER_FILE_GLOB" in message and "main" in message
+    assert (warehouse / "runs.parquet").read_bytes() == runs_before, "the refused run changed the tables"
+
+
+def test_another_source_on_an_existing_warehouse_is_refused(upstream_repo, tmp_path, monkeypatch):
+    from conftest import UpstreamRepo, build_warehouse
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    other = UpstreamRepo(tmp_path / "other")
+    other.commit({DATA: liger_csv(liger_row(x_value="7"))}, "other")
+    warehouse = build_warehouse(tmp_path / "w", str(upstream_repo.path), tmp_path / "cache")
+    with pytest.raises(SourceError) as raised:
+        build_warehouse(warehouse, str(other.path), tmp_path / "cache")
+    message = str(raised.value)
+    assert str(upstream_repo.path) in message and str(other.path) in message
+    assert "WAREHOUSE_DIR" in message and "\n" not in message
+    # The same source spelled differently (relative, or a file URL) is the same source.
+    monkeypatch.chdir(upstream_repo.path.parent)
+    build_warehouse(warehouse, upstream_repo.path.name, tmp_path / "cache")
+    build_warehouse(warehouse, f"file://{upstream_repo.path}", tmp_path / "cache")
+
+
+def test_a_submodule_at_a_data_path_is_not_a_snapshot(upstream_repo, tmp_path):
+    from conftest import build_warehouse
+
+    from pipelines.lib.ingest import staged_metas
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    sub = "benchmark/data/all_benchmark_data_sub.csv"
+    git(upstream_repo.path, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},{sub}")
+    git(upstream_repo.path, "commit", "--quiet", "-m", "a submodule where data lives")
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(x_value="9"))}, "two")
+    warehouse = build_warehouse(tmp_path / "w", str(upstream_repo.path), tmp_path / "cache")
+    metas = staged_metas(warehouse)
+    assert len(metas) == 2 and all(m.source_file == DATA and m.status == "ingested" for m in metas)
+    source = open_source(str(upstream_repo.path), tmp_path / "cache", "main", FILE_GLOB)
+    assert source.listing().files_at_head == (DATA,)
+
+
+def test_an_unknown_branch_says_so_and_names_liger_branch(upstream_repo, tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    source = GitSource(str(upstream_repo.path), tmp_path / "cache", "nope", FILE_GLOB)
+    with pytest.raises(SourceError) as raised:
+        source.sync()
+    message = str(raised.value)
+    assert "'nope'" in message and "not found" in message and "LIGER_BRANCH" in message
+    assert "set LIGER_SOURCE" not in message and "\n" not in message
+
+
+def test_the_sensor_refuses_another_source_too(upstream_repo, tmp_path):
+    from conftest import UpstreamRepo, build_warehouse
+
+    from pipelines.lib.upstream_changes import check_upstream
+    from pipelines.lib.warehouse import SourceSettings
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    other = UpstreamRepo(tmp_path / "other")
+    other.commit({DATA: liger_csv(liger_row(x_value="7"))}, "other")
+    warehouse = build_warehouse(tmp_path / "w", str(upstream_repo.path), tmp_path / "cache")
+    with pytest.raises(SourceError, match="WAREHOUSE_DIR"):
+        check_upstream(warehouse, SourceSettings(str(other.path), "main", FILE_GLOB, tmp_path / "cache"), None)
+
+
+def test_a_header_over_64_kib_is_read_whole(upstream_repo, tmp_path):
+    from conftest import HEADER, build_warehouse
+
+    from pipelines.lib.ingest import staged_metas
+
+    long_name = "extra_" + "x" * 70_000
+    upstream_repo.commit({DATA: f"{HEADER},{long_name}\n{liger_row()},v\n"}, "a very long header")
+    warehouse = build_warehouse(tmp_path / "w", str(upstream_repo.path), tmp_path / "cache")
+    [meta] = staged_metas(warehouse)
+    assert meta.header[-1] == long_name and meta.status == "ingested" and meta.accepted == 1
+
+
+def test_a_header_longer_than_the_limit_is_refused_with_its_reason(monkeypatch):
+    from conftest import HEADER
+
+    from pipelines.lib import parse
+
+    monkeypatch.setattr(parse, "MAX_HEADER_BYTES", 1000)
+    data = f"{HEADER},{'y' * 2000}\n{liger_row()},v\n".encode()
+    with pytest.raises(parse.NotLigerCsv, match="header row is longer than 1000 bytes"):
+        parse.read_header(data)
+    with pytest.raises(parse.NotLigerCsv, match="header row is longer than 1000 bytes"):
+        parse.read_header(data[: data.index(b"\n")])  # no line break at all
+    assert parse.read_header(f"{HEADER}\r\n{liger_row()}\n".encode()).columns[-1] == "liger_version"

@@ -31,6 +31,8 @@ PARSE_ERROR = "_parse_error"
 RAW_TEXT = "_raw"
 ROW_NUMBER = "row_number"
 UTF8_BOM = b"\xef\xbb\xbf"
+# The longest header row accepted (and read whole).
+MAX_HEADER_BYTES = 1 << 20
 # A quote with text right after it where only a separator may follow (`"abc"x`, `""x`), or a bare quote.
 _SUSPECT_QUOTE = re.compile(rb'[^",\r\n](?:"")*"[^",\r\n]|(?:^|[,\r\n])(?:"")+[^",\r\n]')
 _SUSPECT_QUOTE_TEXT = _SUSPECT_QUOTE.pattern.decode()
@@ -55,7 +57,9 @@ class Header:
         return tuple(c for c in REQUIRED_COLUMNS if c not in self.columns)
 
 
-def _head_bytes(data: bytes | Path, size: int = 1 << 16) -> bytes:
+def _head(data: bytes | Path) -> bytes:
+    """The file's start, long enough to hold a header row of MAX_HEADER_BYTES and its line break."""
+    size = len(UTF8_BOM) + MAX_HEADER_BYTES + 1
     if isinstance(data, Path):
         with open(data, "rb") as handle:
             return handle.read(size)
@@ -63,11 +67,16 @@ def _head_bytes(data: bytes | Path, size: int = 1 << 16) -> bytes:
 
 
 def read_header(data: bytes | Path) -> Header:
-    """The column names of the first record; NotLigerCsv for an empty file or a broken header."""
-    head = _head_bytes(data).removeprefix(UTF8_BOM)
+    """The column names of the first record; NotLigerCsv for an empty file or a broken header.
+
+    The header row is read whole; one longer than MAX_HEADER_BYTES is refused rather than cut, since a
+    cut header would name a column the file does not have."""
+    head = _head(data).removeprefix(UTF8_BOM)
     if not head.strip():
         raise NotLigerCsv("the file is empty: no header row")
     first_line = head.splitlines()[0] if head.splitlines() else b""
+    if len(first_line) > MAX_HEADER_BYTES:
+        raise NotLigerCsv(f"the header row is longer than {MAX_HEADER_BYTES} bytes: no Liger CSV has one so long")
     try:
         text = first_line.decode("utf-8")
     except UnicodeDecodeError:

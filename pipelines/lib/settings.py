@@ -23,12 +23,27 @@ def warehouse_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """`LIGER_CACHE_DIR`, default `data/cache`: where git sources are cloned."""
+    """`LIGER_CACHE_DIR`, default `data/cache`: where git sources are cloned and a CSV source's content is kept."""
     return _project_path(os.environ.get("LIGER_CACHE_DIR") or "data/cache")
 
 
 def source() -> str:
     return os.environ.get("LIGER_SOURCE") or DEFAULT_SOURCE
+
+
+def absolute_source(value: str, cwd: Path) -> str:
+    """`value` (a LIGER_SOURCE) as given, unless it is a relative local path: that is made absolute
+    against `cwd`, the folder the user ran the command in, before the command moves to DAGSTER_HOME."""
+    # A colon marks a URL (https://, file://), an scp-like address (git@host:path) or a remote helper.
+    if not value or value.startswith(("-", "~")) or ":" in value or Path(value).is_absolute():
+        return value
+    return str(cwd / value)
+
+
+def use_absolute_source() -> None:
+    """Make a relative `LIGER_SOURCE` in the environment absolute, for a command about to change directory."""
+    if value := os.environ.get("LIGER_SOURCE"):
+        os.environ["LIGER_SOURCE"] = absolute_source(value, Path.cwd())
 
 
 def branch() -> str:

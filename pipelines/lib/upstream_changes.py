@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pipelines.lib import ingest
 from pipelines.lib.source import GitSource
-from pipelines.lib.warehouse import SourceSettings, recorded_listing
+from pipelines.lib.warehouse import SourceSettings, check_same_source, recorded_listing
 
 SENSOR_CACHE = "sensor"
 
@@ -43,6 +43,7 @@ class UpstreamCheck:
 
 def check_upstream(warehouse: Path, settings: SourceSettings, last_head: str | None) -> UpstreamCheck:
     """Compare upstream with the warehouse; only a moved head costs more than `git ls-remote`."""
+    check_same_source(warehouse, settings)  # else a tick would ask for a run that can only be refused
     source = replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE).open()
     head = source.remote_head()
     if head is None or head == last_head:

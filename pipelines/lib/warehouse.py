@@ -10,7 +10,14 @@ from pathlib import Path
 
 from pipelines.lib import ingest, store, tables
 from pipelines.lib.normalize import DistinctCache
-from pipelines.lib.source import Listing, SnapshotRef, Source, open_source
+from pipelines.lib.source import (
+    Listing,
+    SnapshotRef,
+    Source,
+    SourceError,
+    normalized_source,
+    open_source,
+)
 
 LISTING = "_source.json"
 TABLE_NAMES = ("runs", "measurements", "environments", "protocols", "snapshots", "run_snapshots", "quarantine")
@@ -43,6 +50,7 @@ class TablesReport:
 
 def sync(warehouse: Path, settings: SourceSettings) -> Listing:
     """Clone or fetch the source and record what it holds now in `_source.json`."""
+    check_same_source(warehouse, settings)
     source = settings.open()
     source.sync()
     listing = source.listing()
@@ -50,6 +58,7 @@ def sync(warehouse: Path, settings: SourceSettings) -> Listing:
         warehouse / LISTING,
         {
             "source": settings.source,
+            "source_key": normalized_source(settings.source),
             "branch": settings.branch,
             "head": listing.head,
             "files_at_head": list(listing.files_at_head),
@@ -57,6 +66,33 @@ def sync(warehouse: Path, settings: SourceSettings) -> Listing:
         },
     )
     return listing
+
+
+def check_same_source(warehouse: Path, settings: SourceSettings) -> None:
+    """Refuse to ingest a second source into a warehouse that holds one already: the two histories
+    would be merged silently (its tables, `in_latest` and exports would mix both). The same source
+    spelled differently (a relative and an absolute path, a file URL) is the same source."""
+    recorded = _recorded_source(warehouse)
+    if recorded is None:
+        return
+    shown, key = recorded
+    if key != normalized_source(settings.source):
+        raise SourceError(
+            f"the warehouse {warehouse} holds the source {shown!r}, not LIGER_SOURCE {settings.source!r}: one warehouse holds one "
+            f"source; set WAREHOUSE_DIR to another folder for the new source, or delete {warehouse} to rebuild it from the new one"
+        )
+
+
+def _recorded_source(warehouse: Path) -> tuple[str, str] | None:
+    """(as given, normalized) of the source recorded in the listing, else of a staged snapshot; None for a new warehouse."""
+    try:
+        raw = json.loads((warehouse / LISTING).read_text())
+        return raw["source"], raw.get("source_key") or normalized_source(raw["source"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no listing yet (or a damaged one): the staged snapshots say which source they came from
+    for meta in ingest.staged_metas(warehouse):
+        return meta.source, normalized_source(meta.source)
+    return None
 
 
 def _iso(value: datetime | None) -> str | None:

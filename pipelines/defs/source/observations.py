@@ -3,6 +3,7 @@ one observation per newly ingested commit, and the full list in each materializa
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -14,6 +15,16 @@ from pipelines.lib.display import shorten
 from pipelines.lib.metadata import bounded_json, markdown_preview
 
 SHOWN_COMMITS = 100
+# Dagster refuses an event tag value over 63 characters or outside this set (a CSV's sha256 has 64).
+TAG_VALUE_MAX = 63
+_NOT_TAG_TEXT = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def tag_value(identifier: str) -> str:
+    """`identifier` (a commit or content hash) as a tag value Dagster accepts; one too long keeps
+    its first 12 characters, the prefix snapshot ids use."""
+    value = _NOT_TAG_TEXT.sub("_", identifier)
+    return value if len(value) <= TAG_VALUE_MAX else value[:12]
 
 
 def _by_commit(metas: list[ingest.SnapshotMeta]) -> dict[str, list[ingest.SnapshotMeta]]:
@@ -44,7 +55,7 @@ def commit_observations(warehouse: Path, staged_ids: list[str]) -> list[dg.Asset
                     "accepted": sum(m.accepted for m in metas),
                     "quarantined": sum(m.quarantined for m in metas),
                 },
-                tags={"upstream/commit": commit},
+                tags={"upstream/commit": tag_value(commit)},
             )
         )
     return observations

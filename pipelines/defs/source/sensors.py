@@ -1,6 +1,7 @@
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
+from pipelines.defs.source.observations import tag_value
 from pipelines.defs.source.schedules import ingest_everything
 from pipelines.lib.upstream_changes import check_upstream
 
@@ -20,7 +21,7 @@ def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehou
     if not check.needs_ingest:
         return dg.SensorResult(skip_reason=check.summary(), cursor=cursor)
     request = dg.RunRequest(
-        run_key=check.head,
-        tags={"upstream/head": check.head or "", "upstream/new_snapshots": str(len(check.new_snapshots))},
+        run_key=tag_value(check.head or ""),
+        tags={"upstream/head": tag_value(check.head or ""), "upstream/new_snapshots": str(len(check.new_snapshots))},
     )
     return dg.SensorResult(run_requests=[request], cursor=cursor)

@@ -1,0 +1,94 @@
+"""CSV sources (a local file, an http URL) materialized end to end through Dagster, as git sources are."""
+
+import polars as pl
+import pytest
+from conftest import liger_csv, liger_row
+from local_http import serving_file
+from test_materialize import load_defs, materialize_everything, metadata_of
+
+from pipelines.lib import settings
+
+
+def materialize_twice_then_change(definitions, csv_path, warehouse):
+    first = materialize_everything(definitions)
+    assert first.success
+    assert metadata_of(first, "raw_snapshots")["snapshots_parsed"].value == 1
+    assert pl.read_parquet(warehouse / "runs.parquet").height == 1
+    again = materialize_everything(definitions)
+    assert again.success
+    assert metadata_of(again, "raw_snapshots")["snapshots_parsed"].value == 0
+    assert metadata_of(again, "runs")["rewritten"].value is False
+    # New content is a new snapshot: its first materialization succeeds too.
+    csv_path.write_text(liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1")))
+    changed = materialize_everything(definitions)
+    assert changed.success
+    assert metadata_of(changed, "raw_snapshots")["snapshots_parsed"].value == 1
+    runs = pl.read_parquet(warehouse / "runs.parquet")
+    assert runs.height == 2 and runs["in_latest"].sum() == 2
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["file", "url"])
+def test_a_csv_source_materializes_first_and_on_no_change(served, tmp_path, monkeypatch):
+    csv_path = tmp_path / "mine" / "all_benchmark_data.csv"
+    csv_path.parent.mkdir()
+    csv_path.write_text(liger_csv(liger_row()))
+    warehouse = tmp_path / "warehouse"
+    if not served:
+        materialize_twice_then_change(load_defs(monkeypatch, warehouse, csv_path, tmp_path / "cache"), csv_path, warehouse)
+        return
+    with serving_file(csv_path) as base:
+        definitions = load_defs(monkeypatch, warehouse, f"{base}/all_benchmark_data.csv", tmp_path / "cache")
+        materialize_twice_then_change(definitions, csv_path, warehouse)
+
+
+def test_the_sensor_asks_for_a_csv_source_with_tags_dagster_accepts(tmp_path):
+    import dagster as dg
+    from dagster._utils.tags import normalize_tags
+    from test_operations import run_request, tick, warehouse_resource
+
+    csv_path = tmp_path / "all_benchmark_data.csv"
+    csv_path.write_text(liger_csv(liger_row()))
+    warehouse = warehouse_resource(tmp_path / "warehouse", str(csv_path), tmp_path / "cache")
+    with dg.DagsterInstance.ephemeral() as instance:
+        [request] = tick(warehouse, None, instance).run_requests
+        normalize_tags({**request.tags, "dagster/run_key": request.run_key}, strict=True)  # raises on a value Dagster refuses
+        assert run_request(warehouse, request, instance).success
+
+
+def test_a_relative_liger_source_is_taken_from_where_the_command_runs(upstream_repo, tmp_path):
+    from test_materialize import DATA, run_cli
+
+    dagster_home = tmp_path / "dagster-home"
+    dagster_home.mkdir()
+    (dagster_home / "dagster.yaml").write_bytes((settings.PROJECT_ROOT / "dagster.yaml").read_bytes())
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    elsewhere = tmp_path / "some" / "folder"  # not as deep as DAGSTER_HOME, where the command moves to
+    elsewhere.mkdir(parents=True)
+    env = {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
+           "LIGER_SOURCE": "../../upstream"}  # fmt: skip
+    result = run_cli(["materialize"], env, elsewhere)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert pl.read_parquet(tmp_path / "w" / "runs.parquet").height == 1
+
+
+def test_bootstrap_passes_a_relative_liger_source_on_as_absolute(tmp_path, monkeypatch):
+    from pipelines import bootstrap
+
+    seen = {}
+    monkeypatch.setattr(bootstrap, "ensure_venv", lambda: tmp_path / "python")
+    monkeypatch.setattr(bootstrap.subprocess, "run", lambda command, **kw: seen.update(source=bootstrap.os.environ["LIGER_SOURCE"]) or type("R", (), {"returncode": 0}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(bootstrap.os, "chdir", lambda path: None)  # stays in tmp_path (undone after the test)
+    monkeypatch.setenv("LIGER_SOURCE", "data/mine.csv")
+    assert bootstrap.main(["materialize"]) == 0
+    assert seen["source"] == str(tmp_path / "data" / "mine.csv")
+
+
+@pytest.mark.parametrize(
+    "value", ["https://github.com/linkedin/Liger-Kernel.git", "git@example.invalid:org/x.git", "file:///x", "/abs/x.csv", "~/x.csv", ""]
+)
+def test_only_a_relative_local_liger_source_is_made_absolute(value, tmp_path):
+    from pipelines.lib.settings import absolute_source
+
+    assert absolute_source(value, tmp_path) == value
