@@ -58,12 +58,6 @@ def assert_same_file(original: bytes, rebuilt: bytes, where: str) -> None:
             assert same_field(column, a, b), f"{where} row {number} {column}: upstream {a!r}, rebuilt {b!r}"
 
 
-def as_upstream_writes(data: bytes) -> bytes:
-    """The original without what the tables do not keep: blank lines and a missing final newline."""
-    lines = [line for line in data.split(b"\r\n") if line]
-    return b"".join(line + b"\r\n" for line in lines)
-
-
 def crlf(*rows: str, header: str = HEADER) -> str:
     return "".join(line + "\r\n" for line in (header, *rows))
 
@@ -93,10 +87,10 @@ def test_every_snapshot_of_the_bundle_rebuilds_from_the_tables(rebuilt_snapshots
     assert sum(len(records(rebuilt)) - 1 for _, _, rebuilt in rebuilt_snapshots) == 48_173
 
 
-def test_rebuilt_files_are_written_as_upstream_writes_them(rebuilt_snapshots):
-    # Quoting, line endings and number text, byte for byte.
+def test_rebuilt_files_are_the_originals_byte_for_byte(rebuilt_snapshots):
+    # Quoting, line endings, number text, blank lines and a missing final newline.
     for snapshot_id, original, rebuilt in rebuilt_snapshots:
-        assert rebuilt == as_upstream_writes(original), snapshot_id
+        assert rebuilt == original, snapshot_id
 
 
 def test_pandas_reads_a_rebuilt_file_as_it_reads_upstreams(rebuilt_snapshots):
@@ -204,11 +198,14 @@ def test_numbers_come_from_the_measurements_table(upstream_repo, tmp_path):
     warehouse = small_warehouse(upstream_repo, tmp_path, [{DATA: crlf(liger_row(y50="0.50", y20="4e-1", y80="0.6"))}])
     [snapshot_id] = snapshot_ids(warehouse)
     rebuilt = liger_csv.rebuild(warehouse, liger_csv.resolve_snapshot(warehouse, snapshot_id))
-    # Equal as floats, written as Python writes the measurement's raw value.
-    assert records(rebuilt)[1][8:11] == ["0.5", "0.4", "0.6"]
+    # The verbatim text, as it reads as the measurement's raw value.
+    assert records(rebuilt)[1][8:11] == ["0.50", "4e-1", "0.6"]
     measurements = pl.read_parquet(warehouse / "measurements.parquet")
     measurements.with_columns(pl.col("raw_value") * 2).write_parquet(warehouse / "measurements.parquet")
-    doubled = liger_csv.rebuild(warehouse, liger_csv.resolve_snapshot(warehouse, snapshot_id))
+    # Other numbers in the table: written as Python writes them, and the file is no longer the original.
+    with pytest.raises(liger_csv.NotExact, match="rebuilds to other bytes than the original"):
+        liger_csv.rebuild(warehouse, liger_csv.resolve_snapshot(warehouse, snapshot_id))
+    doubled = liger_csv.rebuild(warehouse, liger_csv.resolve_snapshot(warehouse, snapshot_id), verify=False)
     assert records(doubled)[1][8:11] == ["1.0", "0.8", "1.2"]
 
 

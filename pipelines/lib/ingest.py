@@ -20,14 +20,15 @@ import polars as pl
 from pipelines.lib import store
 from pipelines.lib.background import ahead
 from pipelines.lib.normalize import DistinctCache, normalize, raw_line
-from pipelines.lib.parse import FastPathRefused, Header, NotLigerCsv, iter_records, read_header
+from pipelines.lib.parse import FastPathRefused, Header, Layout, NotLigerCsv, iter_records, read_header
 from pipelines.lib.schemas import LIGER_COLUMNS, QUARANTINE, RUN_ROWS
 from pipelines.lib.source import SnapshotRef
 
 # Bump when normalization changes what it writes: staged snapshots of another version are staged again.
 # 2: broken quoting is quarantined, never repaired; schema drift warnings.
 # 3: narrow staged rows (schemas.RUN_ROWS) and each snapshot's workload answers beside them.
-NORMALIZER_VERSION = 3
+# 4: each snapshot's layout (BOM, line end, blank lines, rows written otherwise): only the file's bytes tell it.
+NORMALIZER_VERSION = 4
 STAGING = "_staging"
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
@@ -60,6 +61,11 @@ class SnapshotMeta:
     normalizer_version: int
     # Schema drift the ingest went on through (added, reordered or missing optional columns).
     warnings: list[str] = field(default_factory=list)
+    # What the file holds beyond its records' fields (parse.Layout), so that it rebuilds byte for byte.
+    bom: bool = False
+    line_end: str = "\r\n"
+    final_newline: bool = True
+    layout: dict = field(default_factory=dict)
 
 
 def staging_dir(warehouse: Path) -> Path:
@@ -102,7 +108,10 @@ def _content_sha256(data: bytes | Path) -> str:
     return digest.hexdigest()
 
 
-def _write_parts(data: bytes | Path, header: Header, ref: SnapshotRef, folder: Path, cache: DistinctCache, careful: bool, rejected: str | None) -> tuple[int, int, int]:
+def _write_parts(
+    data: bytes | Path, header: Header, ref: SnapshotRef, folder: Path, cache: DistinctCache, careful: bool, rejected: str | None,
+    layout: Layout,
+) -> tuple[int, int, int]:
     """Normalize every chunk into folder/rows-N.parquet and quarantine-N.parquet; (rows, accepted, quarantined).
 
     Reading, normalizing and writing run at the same time, each a chunk ahead of the next step."""
@@ -115,7 +124,7 @@ def _write_parts(data: bytes | Path, header: Header, ref: SnapshotRef, folder: P
 
     row_count = accepted = quarantined = 0
     cache.workloads.used.clear()
-    chunks = ahead(split(records) for records in ahead(iter_records(data, header, careful=careful)))
+    chunks = ahead(split(records) for records in ahead(iter_records(data, header, careful=careful, layout=layout)))
     for index, (height, out_rows, out_quarantine) in enumerate(chunks):
         # Staged parts are read back whole by the assembly: no statistics, and lz4, which writes and reads
         # them in about 60% of zstd's time for half as much again on disk.
@@ -172,13 +181,16 @@ def stage_snapshot(
             status = "rejected"
             reason = f"snapshot rejected: the header lacks required column(s) {', '.join(header.missing)}"
         counts = (0, 0, 0)
+        layout = Layout(inexact="the file is not a CSV: only its sha256 is kept")
         if header is not None:
             try:
-                counts = _write_parts(data, header, ref, tmp, cache, careful=False, rejected=reason)
+                layout = Layout()
+                counts = _write_parts(data, header, ref, tmp, cache, careful=False, rejected=reason, layout=layout)
             except FastPathRefused:
                 for part in tmp.iterdir():
                     part.unlink()
-                counts = _write_parts(data, header, ref, tmp, cache, careful=True, rejected=reason)
+                layout = Layout()
+                counts = _write_parts(data, header, ref, tmp, cache, careful=True, rejected=reason, layout=layout)
         meta = SnapshotMeta(
             snapshot_id=ref.snapshot_id,
             source=ref.source,
@@ -197,6 +209,10 @@ def stage_snapshot(
             quarantined=counts[2],
             normalizer_version=NORMALIZER_VERSION,
             warnings=drift_warnings(header) if header and status == "ingested" else [],
+            bom=layout.bom,
+            line_end=layout.line_end,
+            final_newline=layout.final_newline,
+            layout=layout.as_json(),
         )
         (tmp / META).write_text(json.dumps(asdict(meta), indent=2))
         store.fsync_dir(tmp)

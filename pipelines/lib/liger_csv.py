@@ -10,23 +10,25 @@ normalization lost nothing. What each field is made from:
   the text fields as upstream wrote them;
 - `y_value_50/20/80` are numbers from the warehouse: the measurement's
   `raw_value` (passed runs), else the run's `raw_p*` (a failed run's p20 or
-  p80), written as Python writes a float (the shortest text that reads back
-  as the same double, which is how upstream's csv writer wrote them). A
-  missing value (`nan`, empty) is written as the run's verbatim text;
+  p80). The run's verbatim text is written when it reads as that number
+  (`1.50`, `1e-3`), else the number as Python writes a float (the shortest
+  text that reads back as the same double). A missing value (`nan`, empty)
+  is written as the run's verbatim text;
 - a quarantined row is put back at its row number as its `raw` text, so the
   rebuilt file has every row of the original.
 
-The file is written like upstream writes it (Python's csv writer, excel
-dialect: minimal quoting, `\\r\\n` line endings). What cannot be rebuilt is
-what the tables do not hold: a byte-order mark, a missing final newline, and
-a number written in another form than Python's (`1.50` comes back as `1.5`,
-equal as a float).
+Records are written like upstream writes them (Python's csv writer, excel
+dialect: minimal quoting); what else the file held is the snapshot's layout
+(`bom`, `line_end`, `layout` in the snapshots table: blank lines, a missing
+final newline, rows quoted otherwise). The rebuilt bytes must hash to the
+snapshot's `content_sha256`: when they do not, or the layout says the file
+cannot be rebuilt (bytes that are not UTF-8), NotExact says why and nothing
+is written.
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -34,11 +36,10 @@ from pathlib import Path, PurePosixPath
 import polars as pl
 
 from pipelines.lib import store
-from pipelines.lib.schemas import LIGER_COLUMNS
+from pipelines.lib.parse import UTF8_BOM, render
 
 LATEST = "latest"
 EXPORT_DIR = "liger_csv"
-LINE_END = "\r\n"
 STATISTICS = {"y_value_50": "p50", "y_value_20": "p20", "y_value_80": "p80"}
 # Upstream's column -> the runs column holding its text as written.
 TEXT_FIELDS = {
@@ -61,12 +62,20 @@ class ExportError(ValueError):
     """The snapshot cannot be rebuilt; the message says why."""
 
 
+class NotExact(ExportError):
+    """The tables do not give the snapshot's bytes back; the message says why."""
+
+
 @dataclass(frozen=True)
 class Snapshot:
     snapshot_id: str
     source_file: str
     header: tuple[str, ...]
     row_count: int
+    content_sha256: str | None = None
+    bom: bool = False
+    line_end: str = "\r\n"
+    layout: dict | None = None
 
     @property
     def file_name(self) -> str:
@@ -81,7 +90,11 @@ def _table(warehouse: Path, name: str) -> pl.LazyFrame:
 
 
 def _snapshot(row: dict) -> Snapshot:
-    return Snapshot(row["snapshot_id"], row["source_file"], tuple(json.loads(row["header"] or "[]")), row["row_count"])
+    return Snapshot(
+        row["snapshot_id"], row["source_file"], tuple(json.loads(row["header"] or "[]")), row["row_count"],
+        content_sha256=row.get("content_sha256"), bom=bool(row.get("bom")), line_end=row.get("line_end") or "\r\n",
+        layout=json.loads(row["layout"]) if row.get("layout") else None,
+    )  # fmt: skip
 
 
 def latest_snapshots(warehouse: Path) -> list[Snapshot]:
@@ -132,7 +145,17 @@ def _y_field(row: dict, column: str) -> float | str:
     number = row.get(f"measured_{stat}")
     if number is None:
         number = row[f"raw_{stat}"]
-    return number if number is not None else row[f"raw_{column}"]
+    text = row[f"raw_{column}"]
+    if number is None or (text is not None and _reads_as(text, number)):
+        return text
+    return number
+
+
+def _reads_as(text: str, number: float) -> bool:
+    try:
+        return float(text) == number
+    except ValueError:
+        return False
 
 
 def _fields(row: dict, header: tuple[str, ...]) -> list[float | str | None]:
@@ -148,19 +171,18 @@ def _fields(row: dict, header: tuple[str, ...]) -> list[float | str | None]:
     return fields
 
 
-def rebuild(warehouse: Path, snapshot: Snapshot) -> bytes:
-    """The snapshot's file, rebuilt from the tables: same header, same rows in the same order."""
+def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True) -> bytes:
+    """The snapshot's file, rebuilt from the tables: same header, same rows in the same order, same bytes
+    (NotExact when they are not; `verify=False` returns what the tables give without comparing)."""
     if not snapshot.header:
         raise ExportError(f"snapshot {snapshot.snapshot_id} has no header: it was not a CSV and cannot be rebuilt")
+    layout = snapshot.layout or {}
+    if layout.get("inexact") and verify:
+        raise NotExact(f"snapshot {snapshot.snapshot_id} cannot be rebuilt byte for byte: {layout['inexact']}")
     lines: dict[int, str] = {}
     placed = 0
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="")
     for row in _accepted_rows(warehouse, snapshot.snapshot_id).iter_rows(named=True):
-        writer.writerow(_fields(row, snapshot.header))
-        lines[row["row_number"]] = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
+        lines[row["row_number"]] = render(_fields(row, snapshot.header))
         placed += 1
     quarantined = _table(warehouse, "quarantine").filter(pl.col("snapshot_id") == snapshot.snapshot_id).collect()
     for row_number, raw in quarantined.select("row_number", "raw").iter_rows():
@@ -172,9 +194,17 @@ def rebuild(warehouse: Path, snapshot: Snapshot) -> bytes:
             f"snapshot {snapshot.snapshot_id} has {snapshot.row_count} rows but the tables place "
             f"{placed} (rows 1..{snapshot.row_count} must each appear once)"
         )
-    writer.writerow(snapshot.header)
-    out = [buffer.getvalue(), *(lines[n] for n in expected)]
-    return "".join(line + LINE_END for line in out).encode("utf-8")
+    lines[0] = render(snapshot.header)
+    lines.update({int(k): text for k, text in layout.get("lines", {}).items()})
+    after = {int(k): text for k, text in layout.get("after", {}).items()}
+    text = "".join(lines[n] + after.get(n, snapshot.line_end) for n in [0, *expected])
+    data = (UTF8_BOM if snapshot.bom else b"") + text.encode("utf-8")
+    if verify and snapshot.content_sha256 and hashlib.sha256(data).hexdigest() != snapshot.content_sha256:
+        raise NotExact(
+            f"snapshot {snapshot.snapshot_id} rebuilds to other bytes than the original's (sha256 {snapshot.content_sha256[:12]}...): "
+            "a row's run was first seen with other text, or the tables were changed since; no file written"
+        )
+    return data
 
 
 def write_latest(warehouse: Path, out_dir: Path) -> dict[str, int]:

@@ -526,6 +526,10 @@ def snapshots(metas: list[SnapshotMeta], latest: set[str]) -> pl.DataFrame:
             "accepted": m.accepted,
             "quarantined": m.quarantined,
             "is_latest": m.snapshot_id in latest,
+            "bom": m.bom,
+            "line_end": m.line_end,
+            "final_newline": m.final_newline,
+            "layout": json.dumps(m.layout) if m.layout else None,
         }
         for m in snapshot_order(metas)
     ]
