@@ -268,6 +268,20 @@ def test_a_damaged_table_is_named_when_the_statistics_run_alone(clean, tmp_path)
     assert_one_clear_line(str(caught.value), str(warehouse / "runs.parquet"))
 
 
+def test_a_table_damaged_inside_is_named_by_the_statistics_and_rebuilt_by_the_next_run(clean, tmp_path):
+    warehouse, cache = clean.copy(tmp_path / "w")
+    table = warehouse / "runs.parquet"
+    data = bytearray(table.read_bytes())
+    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
+    data[4:pages_end] = os.urandom(pages_end - 4)
+    table.write_bytes(bytes(data))
+    with pytest.raises(store.DamagedFile) as caught:
+        warehouse_db.build_database_if_changed(warehouse, BASELINES)
+    assert_one_clear_line(str(caught.value), str(table))
+    run_next(warehouse, cache, clean.source)
+    clean.assert_equal(warehouse)
+
+
 def test_a_damaged_snapshot_the_source_no_longer_has_is_named_with_what_to_do(tmp_path):
     """A CSV source lists only its current content: an older content's staging is the only copy."""
     csv = tmp_path / "runs.csv"

@@ -47,6 +47,15 @@ def parquet_rows(path: Path) -> int | None:
         return None
 
 
+def parquet_reads(path: Path) -> bool:
+    """Whether a whole Parquet file reads, data included (costly: for telling damage from other errors)."""
+    try:
+        pq.ParquetFile(path).read()
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return True
+
+
 def read_json(path: Path) -> object | None:
     """A JSON file written by this package; None when it is missing or does not parse (its bytes are
     never shown: a damaged file may hold anything)."""

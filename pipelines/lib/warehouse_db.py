@@ -221,11 +221,17 @@ def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
             for table in tables:
                 try:
                     create_table(cursor, table, "SELECT * FROM read_parquet(?, union_by_name = true)", [sources[table]])
-                except duckdb.InvalidInputException:
+                except (duckdb.InvalidInputException, duckdb.IOException):
+                    damaged = Path(sources[table])
+                    if not damaged.is_file() or store.parquet_reads(damaged):
+                        raise  # not the table's damage (a full disk, say)
                     # Its footer read (see _parquet_source), its data did not; DuckDB's message is not one line.
+                    # Removed (under the writer lock), so that the tables' next build sees it missing and rebuilds it.
+                    damaged.unlink()
                     raise store.DamagedFile(
-                        f"{sources[table]} is damaged (its data does not read): materialize the tables (or everything), "
-                        "which rebuild it from the staging"
+                        f"{sources[table]} is damaged (its data does not read) and was removed: materialize the tables "
+                        "(or everything), which rebuild it from the staging",
+                        damaged,
                     ) from None
 
     with ThreadPoolExecutor(len(LOAD_SHARES)) as pool:
