@@ -76,26 +76,112 @@ def snapshot_key(snapshot_id: str) -> str:
     return hashlib.sha256(snapshot_id.encode()).hexdigest()[:24]
 
 
-def staged_metas(warehouse: Path) -> list[SnapshotMeta]:
-    """Every completely staged snapshot of the current normalizer version."""
-    metas = []
+# Written into a staged folder whose part could not be read although its footer could: the next run
+# treats the snapshot as damaged (see `scan_staging`).
+DAMAGED_MARK = "DAMAGED"
+PART_PREFIXES = (("rows", "accepted"), ("quarantine", "quarantined"))
+
+
+@dataclass(frozen=True)
+class DamagedSnapshot:
+    """A staged folder that is not what staging wrote: `problem` names its file. `meta` is its metadata
+    when that still reads (to keep its place in the history when it is staged again)."""
+
+    folder: Path
+    problem: str
+    meta: SnapshotMeta | None
+
+
+def scan_staging(warehouse: Path) -> tuple[list[SnapshotMeta], list[DamagedSnapshot]]:
+    """(every completely staged snapshot of the current normalizer version, every damaged staged folder).
+
+    A folder counts as staged only if its meta.json reads as a SnapshotMeta of its own key and its
+    parts' footers read and hold the rows meta.json counts: staging renames a folder into place whole,
+    so anything else is damage. Footers only: a run reads no part's data to decide."""
+    metas: list[SnapshotMeta] = []
+    damaged: list[DamagedSnapshot] = []
     root = staging_dir(warehouse)
-    if not root.exists():
-        return metas
-    for meta_path in sorted(root.glob(f"*/{META}")):
-        if meta_path.parent.name.startswith("."):
+    if not root.is_dir():
+        return metas, damaged
+    for folder in sorted(root.iterdir()):
+        if folder.name.startswith(".") or not folder.is_dir():
+            continue  # a temporary folder of a staging in progress, or swept by store.recover
+        try:
+            meta = _read_meta(folder)
+        except _Damage as damage:
+            damaged.append(DamagedSnapshot(folder, str(damage), None))
             continue
-        meta = SnapshotMeta(**json.loads(meta_path.read_text()))
-        if meta.normalizer_version == NORMALIZER_VERSION:
+        if meta is None:
+            continue  # another normalizer version's: staged again like any unstaged snapshot
+        problem = _parts_problem(folder, meta)
+        if problem:
+            damaged.append(DamagedSnapshot(folder, problem, meta))
+        else:
             metas.append(meta)
-    return metas
+    return metas, damaged
+
+
+def staged_metas(warehouse: Path) -> list[SnapshotMeta]:
+    """Every completely staged snapshot of the current normalizer version (damaged ones are not)."""
+    return scan_staging(warehouse)[0]
 
 
 def is_staged(warehouse: Path, snapshot_id: str) -> bool:
-    meta_path = staging_dir(warehouse) / snapshot_key(snapshot_id) / META
-    if not meta_path.exists():
+    folder = staging_dir(warehouse) / snapshot_key(snapshot_id)
+    if not folder.is_dir():
         return False
-    return json.loads(meta_path.read_text()).get("normalizer_version") == NORMALIZER_VERSION
+    try:
+        meta = _read_meta(folder)
+    except _Damage:
+        return False
+    return meta is not None and _parts_problem(folder, meta) is None
+
+
+class _Damage(Exception):
+    pass
+
+
+def _read_meta(folder: Path) -> SnapshotMeta | None:
+    """The folder's SnapshotMeta; None when another normalizer version wrote it; _Damage when it does not read."""
+    path = folder / META
+    if not path.is_file():
+        raise _Damage(f"{path} is missing")
+    raw = store.read_json(path)
+    if not isinstance(raw, dict):
+        raise _Damage(f"{path} is not a JSON object (truncated or overwritten)")
+    if raw.get("normalizer_version") != NORMALIZER_VERSION:
+        return None
+    try:
+        meta = SnapshotMeta(**raw)
+    except TypeError:
+        raise _Damage(f"{path} lacks fields of a snapshot's metadata or has others") from None
+    counts = (meta.sequence, meta.ingest_seq, meta.row_count, meta.accepted, meta.quarantined)
+    if not isinstance(meta.snapshot_id, str) or not all(isinstance(n, int) for n in counts):
+        raise _Damage(f"{path} holds fields of the wrong type")
+    if snapshot_key(meta.snapshot_id) != folder.name:
+        raise _Damage(f"{path} is another snapshot's metadata ({meta.snapshot_id})")
+    return meta
+
+
+def _parts_problem(folder: Path, meta: SnapshotMeta) -> str | None:
+    """What is wrong with a staged folder's parts, from their footers; None when nothing is."""
+    if (folder / DAMAGED_MARK).exists():
+        return f"a part in {folder} did not read in an earlier run ({DAMAGED_MARK} marks it)"
+    for prefix, counted in PART_PREFIXES:
+        total = 0
+        for part in sorted(folder.glob(f"{prefix}-*.parquet")):
+            rows = store.parquet_rows(part)
+            if rows is None:
+                return f"{part} is not readable Parquet (truncated or overwritten)"
+            total += rows
+        if total != getattr(meta, counted):
+            return f"the {prefix} parts in {folder} hold {total} rows where {META} counts {getattr(meta, counted)}"
+    return None
+
+
+def mark_damaged(folder: Path, problem: str) -> None:
+    """Have the next run treat a staged folder as damaged (a part whose footer reads but whose data does not)."""
+    store.write_bytes_atomic(folder / DAMAGED_MARK, problem.encode())
 
 
 def _content_sha256(data: bytes | Path) -> str:
@@ -223,7 +309,3 @@ def stage_snapshot(
         return meta
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def next_ingest_seq(warehouse: Path) -> int:
-    return 1 + max((m.ingest_seq for m in staged_metas(warehouse)), default=0)

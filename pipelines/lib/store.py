@@ -19,11 +19,56 @@ from pathlib import Path
 from typing import Iterator
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 JOURNAL = "_journal.json"
 LOCK = ".writer.lock"
 TMP_MARK = ".tmp-"
+
+
+class DamagedFile(Exception):
+    """A warehouse file that is not what was written there (truncated, overwritten, emptied).
+
+    Its message is one line that names the file and says what the next run does about it or what a
+    person must do; never the file's bytes. `path` is the damaged file or folder."""
+
+    def __init__(self, message: str, path: Path | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+def parquet_rows(path: Path) -> int | None:
+    """The row count a Parquet file's footer records; None when the file is missing or its footer
+    does not read (truncated, overwritten, not Parquet). Reads the footer only, not the data."""
+    try:
+        return pq.read_metadata(path).num_rows
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
+def parquet_reads(path: Path) -> bool:
+    """Whether a whole Parquet file reads, data included (costly: for telling damage from other errors)."""
+    try:
+        pq.ParquetFile(path).read()
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return True
+
+
+def read_json(path: Path) -> object | None:
+    """A JSON file written by this package; None when it is missing or does not parse (its bytes are
+    never shown: a damaged file may hold anything)."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_state(path: Path) -> dict:
+    """A state file (a dict); {} when it is missing or damaged, which only costs a rebuild."""
+    state = read_json(path)
+    return state if isinstance(state, dict) else {}
 
 
 def fsync_dir(path: Path) -> None:

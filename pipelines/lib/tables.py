@@ -90,8 +90,16 @@ def staged_parts(warehouse: Path, metas: list[SnapshotMeta], prefix: str, latest
 
 
 def _read_part(part: StagedPart, schema: pl.Schema, columns: list[str] | None = None) -> pl.DataFrame:
-    frame = pl.read_parquet(part.path, schema=schema, columns=columns)
+    try:
+        frame = pl.read_parquet(part.path, schema=schema, columns=columns)
+    except (OSError, pl.exceptions.PolarsError):
+        # Not the reader's message: it can quote the damaged bytes.
+        raise _unreadable(part.path) from None
     return frame if frame["row_number"].is_sorted() else frame.sort("row_number")
+
+
+def _unreadable(path: Path) -> store.DamagedFile:
+    return store.DamagedFile(f"{path} is damaged (its footer reads, its data does not): the next run stages its snapshot again", path)
 
 
 def _empty_rows() -> pl.DataFrame:
@@ -247,13 +255,18 @@ def _bucket_bounds(parts: list[StagedPart], rows: int) -> list[str]:
     # From up to SAMPLED_PARTS parts spread over the history: reading every part's run ids costs a pass.
     sampled = parts[:: max(1, len(parts) // SAMPLED_PARTS)]
     every = max(1, rows * len(sampled) // len(parts) // (buckets * SAMPLES_PER_BUCKET))
-    sample = (
-        pl.scan_parquet([p.path for p in sampled], schema=schemas.RUN_ROWS)
-        .select("run_id")
-        .gather_every(every)
-        .collect(engine="streaming")["run_id"]
-        .sort()
-    )
+    try:
+        sample = (
+            pl.scan_parquet([p.path for p in sampled], schema=schemas.RUN_ROWS)
+            .select("run_id")
+            .gather_every(every)
+            .collect(engine="streaming")["run_id"]
+            .sort()
+        )
+    except (OSError, pl.exceptions.PolarsError):
+        for part in sampled:
+            _read_part(part, schemas.RUN_ROWS, ["run_id", "row_number"])  # names the part that does not read
+        raise
     cuts = [sample[len(sample) * i // buckets] for i in range(1, buckets)]
     return sorted(set(cuts))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pipelines.lib import ingest
+from pipelines.lib import ingest, store
 from pipelines.lib.source import GitSource
 from pipelines.lib.warehouse import SourceSettings, check_same_source, recorded_listing
 
@@ -52,7 +52,10 @@ def check_upstream(warehouse: Path, settings: SourceSettings, last_head: str | N
         source.sync()  # a CSV source already read its content to hash it
     listing = source.listing()
     new = tuple(ref.snapshot_id for ref in listing.snapshots if not ingest.is_staged(warehouse, ref.snapshot_id))
-    recorded = recorded_listing(warehouse)
+    try:
+        recorded = recorded_listing(warehouse)
+    except store.DamagedFile:
+        recorded = None  # the run this asks for lists the source again
     recorded_files = set(recorded.files_at_head) if recorded else set()
     return UpstreamCheck(
         head=listing.head or head,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -40,6 +39,9 @@ class StageReport:
     staged: list[str] = field(default_factory=list)
     already: int = 0
     warnings: list[str] = field(default_factory=list)
+    # Damaged staged snapshots removed to be staged again (what was wrong), and the ingest_seq they had.
+    repaired: list[str] = field(default_factory=list)
+    kept_seqs: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,15 +102,23 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def recorded_listing(warehouse: Path) -> Listing | None:
+    """The listing the last sync recorded; None before the first. A damaged one is DamagedFile: the
+    next sync (upstream_source) writes it again."""
     path = warehouse / LISTING
     if not path.exists():
         return None
-    raw = json.loads(path.read_text())
-    refs = tuple(
-        SnapshotRef(**(r | {"committed_at": datetime.fromisoformat(r["committed_at"]) if r["committed_at"] else None}))
-        for r in raw["snapshots"]
-    )
-    return Listing(head=raw["head"], snapshots=refs, files_at_head=tuple(raw["files_at_head"]))
+    raw = store.read_json(path)
+    try:
+        refs = tuple(
+            SnapshotRef(**(r | {"committed_at": datetime.fromisoformat(r["committed_at"]) if r["committed_at"] else None}))
+            for r in raw["snapshots"]
+        )
+        return Listing(head=raw["head"], snapshots=refs, files_at_head=tuple(raw["files_at_head"]))
+    except (TypeError, KeyError, ValueError):
+        raise store.DamagedFile(
+            f"{path} is damaged (not the listing a sync writes): materialize upstream_source (or everything) to list the source again",
+            path,
+        ) from None
 
 
 def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, progress=None) -> StageReport:
@@ -116,31 +126,69 @@ def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, progr
     report = StageReport(listed=len(listing.snapshots))
     # A run killed mid-staging leaves its half-written snapshot folder behind: sweep it.
     store.recover(ingest.staging_dir(warehouse))
-    pending = [ref for ref in listing.snapshots if not ingest.is_staged(warehouse, ref.snapshot_id)]
+    staged, damaged = ingest.scan_staging(warehouse)
+    lost = _clear_damaged(damaged, listing, report)
+    staged_ids = {m.snapshot_id for m in staged}
+    pending = [ref for ref in listing.snapshots if ref.snapshot_id not in staged_ids]
     report.already = report.listed - len(pending)
-    if not pending:
-        return report
-    source = settings.open()
-    cache = DistinctCache()
-    ingest_seq = ingest.next_ingest_seq(warehouse)
-    for index, ref in enumerate(pending, 1):
-        meta = ingest.stage_snapshot(warehouse, ref, source.read, cache, ingest_seq)
-        report.staged.append(meta.snapshot_id)
-        report.warnings += [f"{meta.snapshot_id}: {warning}" for warning in meta.warnings]
-        if progress:
-            progress(f"staged {index}/{len(pending)} {meta.snapshot_id}: {meta.accepted} accepted, {meta.quarantined} quarantined")
+    if pending:
+        source = settings.open()
+        cache = DistinctCache()
+        ingest_seq = 1 + max((m.ingest_seq for m in staged), default=0)
+        # A commit's snapshots share one ingest_seq, as when they are staged in one run: one staged again
+        # after damage (or newly matched) keeps its place among its commit's other files.
+        commit_seqs = {m.commit: m.ingest_seq for m in staged if m.commit}
+        for index, ref in enumerate(pending, 1):
+            seq = report.kept_seqs.get(ref.snapshot_id, commit_seqs.get(ref.commit, ingest_seq))
+            meta = ingest.stage_snapshot(warehouse, ref, source.read, cache, seq)
+            report.staged.append(meta.snapshot_id)
+            report.warnings += [f"{meta.snapshot_id}: {warning}" for warning in meta.warnings]
+            if progress:
+                progress(f"staged {index}/{len(pending)} {meta.snapshot_id}: {meta.accepted} accepted, {meta.quarantined} quarantined")
+    if lost:
+        raise lost
     return report
+
+
+def _clear_damaged(damaged: list[ingest.DamagedSnapshot], listing: Listing, report: StageReport) -> store.DamagedFile | None:
+    """Remove every damaged staged snapshot the source still lists, so that it is staged again; the
+    error naming the first one it no longer lists (its staging was the only copy), which is kept."""
+    listed = {ingest.snapshot_key(ref.snapshot_id): ref.snapshot_id for ref in listing.snapshots}
+    lost = None
+    for snapshot in damaged:
+        if snapshot.folder.name in listed:
+            shutil.rmtree(snapshot.folder)
+            report.repaired.append(f"{listed[snapshot.folder.name]} staged again: {snapshot.problem}")
+            if snapshot.meta is not None:
+                # Its place among snapshots staged from the same place in history (plain files) is kept.
+                report.kept_seqs[snapshot.meta.snapshot_id] = snapshot.meta.ingest_seq
+        elif lost is None:
+            lost = _lost(snapshot)
+    return lost
+
+
+def _lost(damaged: ingest.DamagedSnapshot) -> store.DamagedFile:
+    snapshot = f"snapshot {damaged.meta.snapshot_id}" if damaged.meta else "its snapshot"
+    return store.DamagedFile(
+        f"{damaged.problem}, and {snapshot} is no longer in the source to be staged again: restore {damaged.folder} "
+        "from a backup, or delete that folder to drop the snapshot's runs from the warehouse",
+        damaged.folder,
+    )
 
 
 def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesReport:
     """Assemble and commit all tables together, unless nothing they depend on changed."""
-    metas = ingest.staged_metas(warehouse)
+    metas, damaged = ingest.scan_staging(warehouse)
+    if damaged:
+        # Assembled without it, the tables would silently lose its runs.
+        raise store.DamagedFile(
+            f"{damaged[0].problem}: materialize raw_snapshots (or everything), which stages the snapshot again", damaged[0].folder
+        )
     print_ = tables.fingerprint(metas, files_at_head)
     state_path = warehouse / tables.STATE
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
-    present = all((warehouse / f"{name}.parquet").exists() for name in TABLE_NAMES)
-    if present and state.get("fingerprint") == print_:
-        return TablesReport(rewritten=False, row_counts=state.get("row_counts", {}))
+    state = store.read_state(state_path)
+    if state.get("fingerprint") == print_ and _tables_intact(warehouse, state.get("row_counts")):
+        return TablesReport(rewritten=False, row_counts=state["row_counts"])
     # The tables are written straight into a scratch folder of the warehouse (swept by store.recover if
     # the run dies), then renamed into place together.
     scratch = store.temp_path(warehouse / "_tables")
@@ -148,8 +196,20 @@ def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesRepo
     try:
         files = tables.write_tables(warehouse, files_at_head, scratch)
         store.commit_files(warehouse, {f"{name}.parquet": file.path for name, file in files.items()})
+    except store.DamagedFile as damage:
+        if damage.path is not None and damage.path.parent.parent == ingest.staging_dir(warehouse):
+            ingest.mark_damaged(damage.path.parent, str(damage))
+        raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     counts = {name: file.rows for name, file in files.items()}
     store.write_json_atomic(state_path, {"fingerprint": print_, "row_counts": counts})
     return TablesReport(rewritten=True, row_counts=counts)
+
+
+def _tables_intact(warehouse: Path, row_counts: object) -> bool:
+    """Every table file's footer reads and counts the rows the last build wrote: an unchanged fingerprint
+    must not keep a table file damaged since (the check reads footers, not data)."""
+    if not isinstance(row_counts, dict):
+        return False
+    return all(store.parquet_rows(warehouse / f"{name}.parquet") == row_counts.get(name) for name in TABLE_NAMES)

@@ -158,20 +158,46 @@ def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
 
 
 def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> tuple[bool, dict[str, int]]:
-    """(rebuilt, row counts): the database is rebuilt only when its inputs changed since the last build."""
+    """(rebuilt, row counts): the database is rebuilt only when its inputs changed since the last build,
+    or the file is not the one that build wrote (replaced, truncated, overwritten) or does not open."""
     state_path = Path(warehouse_dir) / STATE
     fingerprint = inputs_fingerprint(Path(warehouse_dir), baselines)
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
-    if database_path(warehouse_dir).exists() and state.get("fingerprint") == fingerprint:
+    state = store.read_state(state_path)
+    target = database_path(warehouse_dir)
+    if (
+        state.get("fingerprint") == fingerprint
+        and isinstance(state.get("row_counts"), dict)
+        and state.get("database") == freshness.file_states([target])
+        and _opens(target)
+    ):
         return False, state["row_counts"]
     counts = build_database(warehouse_dir, baselines)
-    store.write_json_atomic(state_path, {"fingerprint": fingerprint, "row_counts": counts})
+    store.write_json_atomic(state_path, {"fingerprint": fingerprint, "row_counts": counts, "database": freshness.file_states([target])})
     return True, counts
+
+
+def _opens(path: Path) -> bool:
+    """The file opens as a DuckDB database holding every table and statistic (its catalog only is read)."""
+    try:
+        with duckdb.connect() as con:
+            con.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(path)])
+            found = {name for (name,) in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'warehouse'"
+                " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = 'warehouse'"
+            ).fetchall()}  # fmt: skip
+    except duckdb.Error:
+        return False
+    return found >= {*TABLES, *STATISTICS}
 
 
 def _parquet_source(warehouse_dir: Path, table: str) -> str:
     file = warehouse_dir / f"{table}.parquet"
     if file.is_file():
+        if store.parquet_rows(file) is None:
+            raise store.DamagedFile(
+                f"{file} is damaged (not readable Parquet): materialize the tables (or everything), which rebuild it from the staging",
+                file,
+            )
         return str(file)
     folder = warehouse_dir / table
     if folder.is_dir():
@@ -194,7 +220,20 @@ def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
     def load(tables: tuple[str, ...]) -> None:
         with con.cursor() as cursor:
             for table in tables:
-                create_table(cursor, table, "SELECT * FROM read_parquet(?, union_by_name = true)", [sources[table]])
+                try:
+                    create_table(cursor, table, "SELECT * FROM read_parquet(?, union_by_name = true)", [sources[table]])
+                except (duckdb.InvalidInputException, duckdb.IOException):
+                    damaged = Path(sources[table])
+                    if not damaged.is_file() or store.parquet_reads(damaged):
+                        raise  # not the table's damage (a full disk, say)
+                    # Its footer read (see _parquet_source), its data did not; DuckDB's message is not one line.
+                    # Removed (under the writer lock), so that the tables' next build sees it missing and rebuilds it.
+                    damaged.unlink()
+                    raise store.DamagedFile(
+                        f"{sources[table]} is damaged (its data does not read) and was removed: materialize the tables "
+                        "(or everything), which rebuild it from the staging",
+                        damaged,
+                    ) from None
 
     with ThreadPoolExecutor(len(LOAD_SHARES)) as pool:
         for done in [pool.submit(load, share) for share in LOAD_SHARES]:

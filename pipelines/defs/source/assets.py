@@ -57,6 +57,8 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
     context.log.info(summary)
     for warning in report.warnings:
         context.log.warning(f"schema drift upstream: {shorten(warning)}")
+    for repaired in report.repaired:
+        context.log.warning(f"damaged staging: {shorten(repaired)}")
     for observation in commit_observations(warehouse.path, report.staged):
         context.log_event(observation)
     return dg.MaterializeResult(
@@ -70,5 +72,6 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
             "snapshots_already_staged": report.already,
             "parsed": dg.MetadataValue.json(bounded_json(report.staged)),
             "schema_warnings": dg.MetadataValue.json(bounded_json(report.warnings)),
+            "staged_again_after_damage": dg.MetadataValue.json(bounded_json(report.repaired)),
         }
     )
