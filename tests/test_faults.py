@@ -23,7 +23,7 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 from robustness_tally import trial
 
-from pipelines.lib import checks, ingest, settings, store, warehouse_db
+from pipelines.lib import checks, settings, store, warehouse_db
 from pipelines.lib.source import GitSource, SourceError, open_source
 from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
 

@@ -87,11 +87,10 @@ def check_same_source(warehouse: Path, settings: SourceSettings) -> None:
 
 def _recorded_source(warehouse: Path) -> tuple[str, str] | None:
     """(as given, normalized) of the source recorded in the listing, else of a staged snapshot; None for a new warehouse."""
-    try:
-        raw = json.loads((warehouse / LISTING).read_text())
+    raw = store.read_state(warehouse / LISTING)
+    if isinstance(raw.get("source"), str):
         return raw["source"], raw.get("source_key") or normalized_source(raw["source"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no listing yet (or a damaged one): the staged snapshots say which source they came from
+    # No listing yet (or a damaged one): the staged snapshots say which source they came from.
     for meta in ingest.staged_metas(warehouse):
         return meta.source, normalized_source(meta.source)
     return None
