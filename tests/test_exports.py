@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 import pytest
-from conftest import HEADER, LATEST, build_warehouse, liger_row, require_real
+from conftest import HEADER, LATEST, build_warehouse, git, liger_row, require_real
 
 from pipelines.__main__ import main
 from pipelines.defs.exports.liger_exports import bmf_exports, latest_liger_csvs
@@ -285,3 +285,22 @@ def test_cli_export_liger_csv(upstream_repo, tmp_path, monkeypatch, capsys):
     assert "files at head are: all_benchmark_data.csv" in capsys.readouterr().err
     assert main(["export-bmf", "--out", str(tmp_path / "bmf")]) == 0
     assert json.loads((tmp_path / "bmf" / "nvidia-a100-sxm4-80gb.json").read_text())
+
+
+def test_latest_exports_go_on_past_a_name_clash_and_a_file_that_cannot_be_rebuilt(upstream_repo, tmp_path):
+    """Two files at head with one name get distinct exports, and a newest snapshot the tables cannot give back
+    byte for byte is left out with a warning, while the others are written: one odd file never stops the export."""
+    nested = "benchmark/data/all_benchmark_data_v2/all_benchmark_data.csv"
+    upstream_repo.commit({DATA: "\n".join([HEADER, liger_row()]) + "\n", nested: "\n".join([HEADER, liger_row(provider="torch")]) + "\n"}, "two")
+    # A row that is not UTF-8 is quarantined; its bytes are not kept, so its snapshot cannot be rebuilt exactly.
+    (upstream_repo.path / CUTILE).write_bytes(("\n".join([HEADER, liger_row(kernel="geglu")]) + "\n").encode() + b"bad,\xff\xfe\n")
+    git(upstream_repo.path, "add", CUTILE)
+    git(upstream_repo.path, "commit", "--quiet", "-m", "not utf-8")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    assert pl.read_parquet(warehouse / "snapshots.parquet")["source_file"].sort().to_list() == sorted([DATA, CUTILE, nested])
+    warnings: list[str] = []
+    written = liger_csv.write_latest(warehouse, tmp_path / "out", warn=warnings.append)
+    assert written == {"benchmark__data__all_benchmark_data.csv": 1, nested.replace("/", "__"): 1}
+    assert (tmp_path / "out" / nested.replace("/", "__")).read_bytes() == (upstream_repo.path / nested).read_bytes()
+    [warning] = warnings
+    assert warning.startswith("all_benchmark_data_cutile.csv not exported:") and "UTF-8" in warning

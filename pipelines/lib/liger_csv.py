@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -207,17 +208,29 @@ def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True) -> bytes:
     return data
 
 
-def write_latest(warehouse: Path, out_dir: Path) -> dict[str, int]:
+def export_names(snapshots: list[Snapshot]) -> dict[str, str]:
+    """snapshot_id -> the file name of its export: the upstream file's name, or its whole path (`/` as `__`)
+    when two files at head share a name, so that one odd layout upstream never stops the export."""
+    names = [s.file_name for s in snapshots]
+    return {s.snapshot_id: s.file_name if names.count(s.file_name) == 1 else s.source_file.replace("/", "__") for s in snapshots}
+
+
+def write_latest(warehouse: Path, out_dir: Path, warn: Callable[[str], None] = lambda message: None) -> dict[str, int]:
     """Rebuild the newest snapshot of every file at head into `out_dir/<file name>`, each
-    atomically; CSVs there of files no longer at head are removed. Returns rows per file."""
+    atomically; CSVs there of files no longer at head are removed. Returns rows per file.
+
+    A snapshot the tables cannot give back byte for byte is not written (a different file would pass
+    for upstream's) and `warn` says why; the others are, so the daily export goes on."""
     written: dict[str, int] = {}
-    for snapshot in latest_snapshots(warehouse):
-        if snapshot.file_name in written:
-            raise ExportError(f"two files at head are named {snapshot.file_name}: their exports would collide")
-        if not snapshot.header:
+    snapshots = [s for s in latest_snapshots(warehouse) if s.header]
+    for snapshot, name in zip(snapshots, export_names(snapshots).values()):
+        try:
+            data = rebuild(warehouse, snapshot)
+        except NotExact as exc:
+            warn(f"{name} not exported: {exc}")
             continue
-        store.write_bytes_atomic(out_dir / snapshot.file_name, rebuild(warehouse, snapshot))
-        written[snapshot.file_name] = snapshot.row_count
+        store.write_bytes_atomic(out_dir / name, data)
+        written[name] = snapshot.row_count
     for stale in out_dir.glob("*.csv"):
         if stale.name not in written:
             stale.unlink()

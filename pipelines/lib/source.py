@@ -274,6 +274,12 @@ class GitSource:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
+    def _data_path(self, path: str) -> str:
+        """`path` below the glob's fixed folder (`benchmark/data/`): the file name for upstream's files, and
+        distinct for two files of one commit that share a name in different folders."""
+        fixed = re.split(r"[*?\[]", self.file_glob, maxsplit=1)[0].rpartition("/")[0]
+        return path[len(fixed) + 1 :] if fixed and path.startswith(f"{fixed}/") else path
+
     def _matches(self, path: str) -> bool:
         return fnmatch.fnmatchcase(path, self.file_glob)
 
@@ -303,7 +309,7 @@ class GitSource:
                 if status[0] in "AMT" and new_mode in _REGULAR_FILE_MODES:
                     snapshots.append(
                         SnapshotRef(
-                            snapshot_id=f"{commit[:12]}/{PurePosixPath(path).name}",
+                            snapshot_id=f"{commit[:12]}/{self._data_path(path)}",
                             source=self.source,
                             source_file=path,
                             commit=commit,

@@ -38,7 +38,7 @@ def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -
         tables=("runs", "measurements", "run_snapshots", "snapshots", "quarantine"),
         code=[liger_csv],
         out=out,
-        write=lambda: liger_csv.write_latest(warehouse.path, out),
+        write=lambda: liger_csv.write_latest(warehouse.path, out, warn=context.log.warning),
     )
     return _exported(out, counts, "rows")
 
