@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from pipelines.__main__ import main
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
 from pipelines.lib import canonical, cli_queries, schemas, settings, warehouse_db, workload
@@ -589,8 +590,7 @@ def test_sql_command_formats(warehouse_dir: Path, capsys: pytest.CaptureFixture)
 
 
 def test_sql_command_reports_errors(warehouse_dir: Path, capsys: pytest.CaptureFixture) -> None:
-    args = cli("sql", "SELECT nope FROM runs", "--warehouse-dir", str(warehouse_dir))
-    assert args.func(args) == 1
+    assert main(["sql", "SELECT nope FROM runs", "--warehouse-dir", str(warehouse_dir)]) == 1
     assert "nope" in capsys.readouterr().err
 
 

@@ -222,7 +222,7 @@ def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
             for table in tables:
                 try:
                     create_table(cursor, table, "SELECT * FROM read_parquet(?, union_by_name = true)", [sources[table]])
-                except (duckdb.InvalidInputException, duckdb.IOException):
+                except duckdb.Error:  # random damage raises any of its kinds; parquet_reads below tells
                     damaged = Path(sources[table])
                     if not damaged.is_file() or store.parquet_reads(damaged):
                         raise  # not the table's damage (a full disk, say)
