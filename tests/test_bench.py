@@ -19,7 +19,16 @@ from polars.testing import assert_frame_equal
 from pipelines.lib import parse, schemas, settings, store, synthetic, tables
 from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
-from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+from pipelines.lib.warehouse import (
+    TABLE_NAMES,
+    SourceSettings,
+    build_tables,
+    stage_new,
+    sync,
+)
+
+# Slow tier (the benchmark end to end, each phase a process of its own): `pytest -m 'not slow'` leaves these out.
+pytestmark = pytest.mark.slow
 
 RATIOS = (
     "normalize_ratio", "normalize_peak_rss_mb", "materialize_ratio", "noop_ratio", "stats_ratio", "stats_output_ratio",

@@ -18,7 +18,6 @@ import duckdb
 import pytest
 import test_security
 
-
 from pipelines.__main__ import main
 from pipelines.lib import settings, store, warehouse_db
 

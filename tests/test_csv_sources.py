@@ -27,6 +27,7 @@ def materialize_twice_then_change(definitions, csv_path, warehouse):
     assert runs.height == 2 and runs["in_latest"].sum() == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("served", [False, True], ids=["file", "url"])
 def test_a_csv_source_materializes_first_and_on_no_change(served, tmp_path, monkeypatch):
     csv_path = tmp_path / "mine" / "all_benchmark_data.csv"
@@ -55,6 +56,7 @@ def test_the_sensor_asks_for_a_csv_source_with_tags_dagster_accepts(tmp_path):
         assert run_request(warehouse, request, instance).success
 
 
+@pytest.mark.slow
 def test_a_relative_liger_source_is_taken_from_where_the_command_runs(upstream_repo, tmp_path):
     from test_materialize import DATA, run_cli
 

@@ -28,6 +28,9 @@ from pipelines.lib.warehouse import (
     sync,
 )
 
+# Slow tier (every kind of damage to every file, each followed by the next run): `pytest -m 'not slow'` leaves these out.
+pytestmark = pytest.mark.slow
+
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
 BASELINES = settings.DEFAULT_BASELINES
@@ -308,6 +311,7 @@ def test_a_damaged_snapshot_the_source_no_longer_has_is_named_with_what_to_do(tm
     assert all(read_tables(warehouse)[name].equals(before[name]) for name in TABLE_NAMES), "the tables changed"
 
 
+@pytest.mark.slow
 def test_materialize_repairs_a_damaged_runs_table_and_database(clean, tmp_path):
     """End to end: `python -m pipelines materialize` after damage exits 0 and leaves the warehouse whole."""
     warehouse, cache = clean.copy(tmp_path / "w")

@@ -25,7 +25,16 @@ from robustness_tally import trial
 
 from pipelines.lib import checks, settings, store, warehouse_db
 from pipelines.lib.source import GitSource, SourceError, open_source
-from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+from pipelines.lib.warehouse import (
+    TABLE_NAMES,
+    SourceSettings,
+    build_tables,
+    stage_new,
+    sync,
+)
+
+# Slow tier (faults injected into whole ingests, many of them in processes of their own): `pytest -m 'not slow'` leaves these out.
+pytestmark = pytest.mark.slow
 
 pytest_plugins = ["robustness_report"]
 
@@ -43,6 +52,7 @@ import sys
 from pathlib import Path
 from pipelines.lib import settings, store, warehouse_db
 from pipelines.lib.warehouse import SourceSettings, build_tables, stage_new, sync
+
 warehouse, source, cache = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 source_settings = SourceSettings(source, "main", "benchmark/data/all_benchmark_data*.csv", cache)
 def phase(name):

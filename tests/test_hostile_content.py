@@ -52,6 +52,7 @@ def commit_with_subject(repo, files: dict[str, str], subject: str) -> None:
 # --- the report ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_huge_field_makes_a_report_of_short_file_names_and_bounded_files(upstream_repo, tmp_path):
     upstream_repo.commit({DATA: liger_csv(*hostile_rows())}, "hostile")
     warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
@@ -100,6 +101,7 @@ def test_metadata_json_and_markdown_are_bounded():
 # --- Dagster's metadata --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_huge_field_keeps_every_stored_dagster_event_small(upstream_repo, tmp_path, monkeypatch):
     commit_with_subject(upstream_repo, {DATA: liger_csv(*hostile_rows())}, "s" * BIG)
     definitions = load_defs(monkeypatch, tmp_path / "warehouse", upstream_repo.path, tmp_path / "cache")

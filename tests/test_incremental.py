@@ -12,7 +12,13 @@ from conftest import FILE_GLOB, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
 from pipelines.lib import store, warehouse_db
-from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+from pipelines.lib.warehouse import (
+    TABLE_NAMES,
+    SourceSettings,
+    build_tables,
+    stage_new,
+    sync,
+)
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
@@ -83,6 +89,7 @@ def test_small_history_replayed_commit_by_commit_equals_one_shot(upstream_repo, 
     assert_nothing_rewritten(warehouse, source, tmp_path / "cache-steps")
 
 
+@pytest.mark.slow
 def test_bundle_history_replayed_commit_by_commit_equals_one_shot(real_bundle, tmp_path):
     source = bare_clone(real_bundle, tmp_path / "source.git")
     assert len(git(source, "rev-list", "main").split()) == 39

@@ -18,6 +18,10 @@ from conftest import build_warehouse, liger_csv, liger_row
 from pipelines.lib import checks, settings, store, warehouse_db
 from pipelines.lib.warehouse import TABLE_NAMES
 
+# Slow tier (materializations killed mid-write, each a process of its own): `pytest -m 'not slow'` leaves these out.
+pytestmark = pytest.mark.slow
+
+
 DATA = "benchmark/data/all_benchmark_data.csv"
 WAIT_SECONDS = 300
 
@@ -35,6 +39,7 @@ def parked(src, dst, *args, **kwargs):
     return rename(src, dst, *args, **kwargs)
 os.replace = parked
 from pipelines.__main__ import main
+
 sys.exit(main(["materialize"]))
 """
 

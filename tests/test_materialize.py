@@ -35,6 +35,7 @@ def metadata_of(result: dg.ExecuteInProcessResult, key: str) -> dict:
     return event.materialization.metadata
 
 
+@pytest.mark.slow
 def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monkeypatch):
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
     upstream_repo.commit(
@@ -100,6 +101,7 @@ def test_every_asset_has_a_description_group_and_kind(monkeypatch, tmp_path):
         assert node.group_name in {"source", "tables", "statistics", "exports"}, key
 
 
+@pytest.mark.slow
 def test_definitions_validate():
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "pipelines.definitions"],
@@ -121,6 +123,7 @@ def dagster_home(tmp_path):
     return home
 
 
+@pytest.mark.slow
 def test_cli_unreachable_source_fails_with_one_clear_line(tmp_path, dagster_home):
     result = run_cli(
         ["materialize"],
@@ -134,6 +137,7 @@ def test_cli_unreachable_source_fails_with_one_clear_line(tmp_path, dagster_home
     assert "LIGER_SOURCE" in last
 
 
+@pytest.mark.slow
 def test_cli_materialize_then_show_run(upstream_repo, tmp_path, dagster_home):
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     env = {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),

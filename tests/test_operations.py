@@ -132,6 +132,7 @@ def test_empty_warehouse_asks_for_a_run(upstream_repo, tmp_path):
     assert len(result.run_requests) == 1
 
 
+@pytest.mark.slow
 def test_unreachable_source_fails_the_tick_with_an_actionable_message(tmp_path):
     warehouse = warehouse_resource(tmp_path / "w", f"file://{tmp_path}/no-such-repo.git", tmp_path / "cache")
     with dg.DagsterInstance.ephemeral() as instance, pytest.raises(SourceError, match="LIGER_SOURCE"):

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+import pytest
 from conftest import HEADER
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,7 +37,12 @@ from robustness_tally import trial
 from pipelines.lib import checks, ingest, store, tables
 from pipelines.lib.normalize import DistinctCache
 from pipelines.lib.parse import FastPathRefused, iter_records, read_header
-from pipelines.lib.schemas import QUARANTINE, REQUIRED_COLUMNS, REQUIRED_VALUES, RUN_ROWS
+from pipelines.lib.schemas import (
+    QUARANTINE,
+    REQUIRED_COLUMNS,
+    REQUIRED_VALUES,
+    RUN_ROWS,
+)
 from pipelines.lib.settings import PROJECT_ROOT
 from pipelines.lib.source import SnapshotRef
 
@@ -388,6 +394,7 @@ def readers_agree(data: bytes) -> None:
 # ---------------------------------------------------------------- properties
 
 
+@pytest.mark.slow
 @settings(PROFILE)
 @given(csv_files())
 def test_every_row_of_a_generated_file_is_accepted_verbatim_or_quarantined_with_its_reason(case: CsvFile):
@@ -415,6 +422,7 @@ def broken_quoting(draw) -> tuple[bytes, list[dict[str, str]], int]:
     return ("\n".join([HEADER, *lines]) + draw(st.sampled_from(["", "\n"]))).encode(), goods, broken
 
 
+@pytest.mark.slow
 @settings(PROFILE)
 @given(broken_quoting())
 def test_broken_quoting_is_quarantined_never_repaired(case):
@@ -436,6 +444,7 @@ def test_broken_quoting_is_quarantined_never_repaired(case):
         readers_agree(data)
 
 
+@pytest.mark.slow
 @settings(PROFILE)
 @given(st.one_of(st.binary(max_size=400), st.text(max_size=400).map(str.encode), csv_files(max_rows=2).map(lambda c: c.data[: len(c.data) // 2])))
 def test_any_bytes_end_as_a_snapshot_or_one_clear_rejection(data: bytes):
@@ -486,6 +495,7 @@ RUN_KEY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "m
                    "extra_benchmark_config_str", "gpu_name", "timestamp")  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(PROFILE)
 @given(histories())
 def test_a_history_of_snapshots_gives_one_run_per_key_with_its_provenance(versions: list[list[Row]]):

@@ -27,7 +27,14 @@ from pipelines.__main__ import main
 from pipelines.defs.exports.report import report as report_asset
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import settings, store, warehouse_db
-from pipelines.lib.report import build, build_report, charts, is_stale, pages, report_dir
+from pipelines.lib.report import (
+    build,
+    build_report,
+    charts,
+    is_stale,
+    pages,
+    report_dir,
+)
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 TITLE = "Liger benchmark report"

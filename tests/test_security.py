@@ -65,6 +65,7 @@ def test_other_sources_are_refused_before_anything_runs(source, tmp_path):
         no_side_effects(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "source",
     [

@@ -76,6 +76,7 @@ def test_deleted_file_is_not_at_head(upstream_repo, tmp_path):
     assert len(listing.snapshots) == 2 and listing.files_at_head == (DATA,)
 
 
+@pytest.mark.slow
 def test_unreachable_git_source_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
     source = GitSource("file:///nonexistent/liger.git", tmp_path / "cache", "main", FILE_GLOB)

@@ -19,7 +19,14 @@ import pytest
 from pipelines.__main__ import main
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
-from pipelines.lib import canonical, cli_queries, schemas, settings, warehouse_db, workload
+from pipelines.lib import (
+    canonical,
+    cli_queries,
+    schemas,
+    settings,
+    warehouse_db,
+    workload,
+)
 
 BASELINES = ("huggingface", "torch")
 MIB = 2**20

@@ -21,6 +21,9 @@ from conftest import liger_csv, liger_row
 
 from pipelines.lib import settings, warehouse_db
 
+# Slow tier (the Dagster webserver and daemon in processes of their own): `pytest -m 'not slow'` leaves these out.
+pytestmark = pytest.mark.slow
+
 DATA = "benchmark/data/all_benchmark_data.csv"
 HOST = "127.0.0.1"
 STARTUP_SECONDS = 240

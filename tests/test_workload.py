@@ -3,7 +3,13 @@
 import pytest
 
 from pipelines.lib.canonical import canonical_json, digest, display_name, run_id, slug
-from pipelines.lib.workload import ConfigError, build_workload, parse_config, typed_x_value, workload_params
+from pipelines.lib.workload import (
+    ConfigError,
+    build_workload,
+    parse_config,
+    typed_x_value,
+    workload_params,
+)
 
 
 def params(config: str, x_name: str = "H", x_value: str = "1024") -> dict:
