@@ -56,6 +56,10 @@ def main(argv: list[str]) -> int:
     python = ensure_venv()
     if argv[0] == "test":
         command = [str(python), "-m", "pytest", *argv[1:]]
+    elif argv[0] == "lint":
+        os.chdir(ROOT)
+        ruff = str(VENV / "bin" / "ruff")
+        return subprocess.run([ruff, "check", "."]).returncode or subprocess.run([ruff, "format", "--check", "."]).returncode
     else:
         command = [str(python), "-m", "pipelines", *argv]
     # Standard library only, like this module: a relative LIGER_SOURCE means the user's folder, not ROOT.
