@@ -7,6 +7,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from postgres import (  # noqa: F401 (fixtures)
+    dagster_instance,
+    instance_kind,
+    instance_kind_home,
+    postgres_server,
+)
 
 from pipelines.lib import settings
 

@@ -25,9 +25,9 @@ def load_defs(monkeypatch, warehouse, source, cache) -> dg.Definitions:
     return defs()
 
 
-def materialize_everything(definitions: dg.Definitions) -> dg.ExecuteInProcessResult:
+def materialize_everything(definitions: dg.Definitions, instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:
     job = definitions.resolve_implicit_global_asset_job_def()
-    return job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
+    return job.execute_in_process(instance=instance or dg.DagsterInstance.ephemeral())
 
 
 def metadata_of(result: dg.ExecuteInProcessResult, key: str) -> dict:
@@ -36,7 +36,8 @@ def metadata_of(result: dg.ExecuteInProcessResult, key: str) -> dict:
 
 
 @pytest.mark.slow
-def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monkeypatch):
+def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monkeypatch, dagster_instance):
+    """On a persistent instance of each kind (SQLite, PostgreSQL): all assets, a no-change re-run, a new commit."""
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
     upstream_repo.commit(
         {DATA: liger_csv(liger_row(timestamp="2025-02-01 00:00:00", y50="0.45"), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))},
@@ -44,7 +45,7 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     )
     warehouse = tmp_path / "warehouse"
     definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, tmp_path / "cache")
-    result = materialize_everything(definitions)
+    result = materialize_everything(definitions, dagster_instance)
     assert result.success
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     expected = {"upstream_source", "raw_snapshots", "runs", "measurements", "environments", "protocols",
@@ -60,7 +61,7 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     database = warehouse / "warehouse.duckdb"
     before = database.stat()
     exported = exported_files(warehouse)
-    again = materialize_everything(definitions)
+    again = materialize_everything(definitions, dagster_instance)
     assert again.success
     assert metadata_of(again, "raw_snapshots")["snapshots_parsed"].value == 0
     assert metadata_of(again, "runs")["rewritten"].value is False
@@ -72,14 +73,15 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     # An export file someone deleted is written again, though nothing else changed.
     [bmf_file] = (warehouse / "exports" / "bmf").glob("*.json")
     bmf_file.unlink()
-    assert materialize_everything(definitions).success
+    assert materialize_everything(definitions, dagster_instance).success
     assert bmf_file.is_file()
 
     upstream_repo.commit({DATA: liger_csv(liger_row(timestamp="2025-03-01 00:00:00", y50="0.4"))}, "three")
-    assert materialize_everything(definitions).success
+    assert materialize_everything(definitions, dagster_instance).success
     assert (warehouse / "exports" / "runs.ndjson").read_text().count("\n") == 4
     assert exported_files(warehouse).keys() == exported.keys()
     assert all(exported_files(warehouse)[name] != exported[name] for name in ("runs.ndjson", "liger_csv/all_benchmark_data.csv"))
+    assert [r.dagster_run.status for r in dagster_instance.get_run_records()] == [dg.DagsterRunStatus.SUCCESS] * 4
 
 
 def exported_files(warehouse) -> dict[str, tuple[int, int]]:
@@ -138,14 +140,17 @@ def test_cli_unreachable_source_fails_with_one_clear_line(tmp_path, dagster_home
 
 
 @pytest.mark.slow
-def test_cli_materialize_then_show_run(upstream_repo, tmp_path, dagster_home):
+def test_cli_materialize_then_show_run(upstream_repo, tmp_path, instance_kind, instance_kind_home):
+    """`python -m pipelines materialize` with DAGSTER_HOME at either instance configuration (SQLite, PostgreSQL)."""
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
-    env = {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
+    env = {"DAGSTER_HOME": str(instance_kind_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
            "LIGER_SOURCE": str(upstream_repo.path)}  # fmt: skip
     result = run_cli(["materialize"], env, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "materialized every asset" in result.stdout
-    assert (dagster_home / "data" / "dagster" / "storage").is_dir()
+    assert (instance_kind_home / "data" / "dagster" / "storage").is_dir() == (instance_kind == "sqlite")
+    with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
+        assert [r.dagster_run.status for r in instance.get_run_records()] == [dg.DagsterRunStatus.SUCCESS]
     run_id = pl.read_parquet(tmp_path / "w" / "runs.parquet")["run_id"][0]
     shown = run_cli(["show-run", run_id], env, tmp_path)
     document = json.loads(shown.stdout)

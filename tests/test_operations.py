@@ -69,19 +69,19 @@ def test_unchanged_head_asks_for_no_run_and_costs_only_ls_remote(setup):
     assert not (Path(warehouse.cache_dir) / SENSOR_CACHE).exists()
 
 
-def test_first_tick_on_an_up_to_date_warehouse_only_records_the_head(setup):
+def test_first_tick_on_an_up_to_date_warehouse_only_records_the_head(setup, instance_kind_home):
     repo, warehouse = setup
-    with dg.DagsterInstance.ephemeral() as instance:
+    with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
         result = tick(warehouse, None, instance)
     assert not result.run_requests
     assert result.cursor == head(repo)
 
 
-def test_new_data_commit_starts_one_run_and_its_runs_appear(setup):
+def test_new_data_commit_starts_one_run_and_its_runs_appear(setup, instance_kind_home):
     repo, warehouse = setup
     before = head(repo)
     new = repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", timestamp="2025-02-01 00:00:00"))}, "new runs")
-    with dg.DagsterInstance.ephemeral() as instance:
+    with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
         result = tick(warehouse, before, instance)
         assert len(result.run_requests) == 1
         [request] = result.run_requests
@@ -109,9 +109,9 @@ def test_commit_touching_no_data_file_starts_no_run_but_moves_the_cursor(setup):
     assert "without changing a data file" in result.skip_reason.skip_message
 
 
-def test_new_data_file_and_deleted_data_file_each_start_a_run(setup):
+def test_new_data_file_and_deleted_data_file_each_start_a_run(setup, instance_kind_home):
     repo, warehouse = setup
-    with dg.DagsterInstance.ephemeral() as instance:
+    with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
         added = repo.commit({CUTILE: liger_csv(liger_row(provider="cutile"))}, "cutile results")
         result = tick(warehouse, None, instance)
         assert [r.run_key for r in result.run_requests] == [added]
@@ -161,6 +161,26 @@ def test_schedule_requests_the_whole_job_at_six_utc():
         context = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
         [request] = daily_ingest.evaluate_tick(context).run_requests
     assert request.asset_selection is None and request.job_name in (None, "ingest_everything")
+
+
+def test_daily_runs_ingest_then_change_nothing(upstream_repo, tmp_path, instance_kind_home):
+    """Two scheduled days executed on a persistent instance of each kind: the second, with nothing new upstream, rewrites nothing."""
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface"))}, "data")
+    warehouse = warehouse_resource(tmp_path / "w", str(upstream_repo.path), tmp_path / "cache")
+    with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
+        executed = []
+        for day in (1, 2):
+            context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 3, day, 6, 0, tzinfo=timezone.utc))
+            [request] = daily_ingest.evaluate_tick(context).run_requests
+            executed.append(run_request(warehouse, request, instance))
+            if day == 1:
+                tables = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in warehouse.path.glob("*.parquet")}
+        assert [r.dagster_run.status for r in instance.get_run_records()] == [dg.DagsterRunStatus.SUCCESS] * 2
+    assert all(result.success for result in executed)
+    assert pl.read_parquet(warehouse.path / "runs.parquet").height == 2
+    [runs] = [e for e in executed[1].get_asset_materialization_events() if e.asset_key == dg.AssetKey("runs")]
+    assert runs.materialization.metadata["rewritten"].value is False
+    assert {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in warehouse.path.glob("*.parquet")} == tables
 
 
 def test_failing_blocking_check_stops_everything_downstream(upstream_repo, tmp_path, monkeypatch):
