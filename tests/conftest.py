@@ -137,3 +137,12 @@ def liger_row(
 
 def liger_csv(*rows: str) -> str:
     return "\n".join([HEADER, *rows]) + "\n"
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_defs_state_storage():
+    """Each test starts with no current defs state storage: an instance closed out of order by an earlier test
+    leaves its storage as the current one (a context variable), and loading definitions then fails on its weakref."""
+    from dagster._core.storage.defs_state.base import _current_storage
+
+    _current_storage.set(None)
