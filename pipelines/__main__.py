@@ -9,7 +9,7 @@ import sys
 
 import duckdb
 
-from pipelines.lib import liger_csv, settings, warehouse_db
+from pipelines.lib import instance, liger_csv, settings, warehouse_db
 from pipelines.lib.cli_exports import add_export_parser
 from pipelines.lib.cli_output import GuardedStream, StandardOutputError, UsageError, UserError
 from pipelines.lib.cli_queries import add_compare_parser, add_sql_parser
@@ -28,9 +28,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def _use_project_instance() -> None:
-    # dagster.yaml at the project root holds the instance; relative storage paths are taken from there.
-    os.environ.setdefault("DAGSTER_HOME", str(settings.PROJECT_ROOT))
-    settings.use_absolute_source()  # a relative LIGER_SOURCE means the user's folder, not DAGSTER_HOME
+    # DAGSTER_HOME's dagster.yaml holds the instance; relative storage paths are taken from there.
+    if not os.environ.get("DAGSTER_HOME"):
+        os.environ["DAGSTER_HOME"] = str(instance.ensure_home(instance.default_home()))
+    settings.use_absolute_paths()  # relative settings mean what they meant in the user's folder, not DAGSTER_HOME
     os.chdir(os.environ["DAGSTER_HOME"])
 
 

@@ -6,6 +6,9 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Running from a checkout of the repository (editable install, PYTHONPATH), or from an installed copy
+# (a wheel in site-packages), which has no project folder: relative settings then mean the user's folder.
+IN_CHECKOUT = (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "dagster.yaml").is_file()
 DEFAULT_SOURCE = "https://github.com/linkedin/Liger-Kernel.git"
 DEFAULT_BRANCH = "main"
 DEFAULT_FILE_GLOB = "benchmark/data/all_benchmark_data*.csv"
@@ -14,11 +17,12 @@ DEFAULT_BASELINES = ("huggingface", "torch")
 
 def _project_path(value: str) -> Path:
     path = Path(value).expanduser()
-    return path if path.is_absolute() else PROJECT_ROOT / path
+    return path if path.is_absolute() else (PROJECT_ROOT if IN_CHECKOUT else Path.cwd()) / path
 
 
 def warehouse_dir() -> Path:
-    """`WAREHOUSE_DIR`, default `data/warehouse` (relative paths are taken from the project root)."""
+    """`WAREHOUSE_DIR`, default `data/warehouse` (relative paths are taken from the project root in a
+    checkout, else from the current folder)."""
     return _project_path(os.environ.get("WAREHOUSE_DIR") or "data/warehouse")
 
 
@@ -44,6 +48,14 @@ def use_absolute_source() -> None:
     """Make a relative `LIGER_SOURCE` in the environment absolute, for a command about to change directory."""
     if value := os.environ.get("LIGER_SOURCE"):
         os.environ["LIGER_SOURCE"] = absolute_source(value, Path.cwd())
+
+
+def use_absolute_paths() -> None:
+    """Make every folder the settings name absolute in the environment, for a command about to change directory:
+    a relative `LIGER_SOURCE` is the user's folder, and so are the others outside a checkout."""
+    use_absolute_source()
+    os.environ["WAREHOUSE_DIR"] = str(warehouse_dir())
+    os.environ["LIGER_CACHE_DIR"] = str(cache_dir())
 
 
 def branch() -> str:

@@ -1,7 +1,7 @@
 """The warehouse's DuckDB file: the Parquet tables plus the statistics of SPEC section 6.
 
-The statistics are SQL files in `sql/` at the project root; this module only
-runs them. The database is built in a temporary file beside
+The statistics are SQL files in `sql/statistics/` (read through `sql_files`); this
+module only runs them. The database is built in a temporary file beside
 `warehouse.duckdb` and swapped in with `os.replace`, so a reader never sees
 half a database, and readers, which attach the file read-only, never block a
 build (they hold the old file, the build writes a new one).
@@ -23,10 +23,9 @@ from typing import Any
 
 import duckdb
 
-from pipelines.lib import freshness, schemas, settings, store
+from pipelines.lib import freshness, schemas, sql_files, store
 
 DATABASE_NAME = "warehouse.duckdb"
-SQL_DIR = settings.PROJECT_ROOT / "sql"
 
 TABLES: tuple[str, ...] = tuple(schemas.TABLES)
 # Loaded side by side, one connection each: runs alone takes as long as all the others.
@@ -92,21 +91,6 @@ def database_path(warehouse_dir: Path) -> Path:
     return Path(warehouse_dir) / DATABASE_NAME
 
 
-def sql_text(name: str) -> str:
-    """The SQL of `sql/<name>.sql`; `name` may hold a subfolder (`checks/...`)."""
-    return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
-
-
-def sql_description(name: str) -> str:
-    """The comment block that opens `sql/<name>.sql`, as prose."""
-    lines = []
-    for line in sql_text(name).splitlines():
-        if not line.startswith("--"):
-            break
-        lines.append(line.removeprefix("--").strip())
-    return "\n".join(lines)
-
-
 def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, int]:
     """Build warehouse.duckdb from the Parquet tables; return the row count of every table made.
 
@@ -153,7 +137,7 @@ def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
         # A table commit renames a new file into place, which changes its inode and mtime.
         files = [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]
         parts.extend(freshness.file_states([f for f in files if f.is_file()]))
-    parts.extend(sorted([str(f.relative_to(SQL_DIR)), f.read_text()] for f in SQL_DIR.rglob("*.sql")))
+    parts.extend([name, sql_files.text(name)] for name in sql_files.names())
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -273,18 +257,18 @@ def _runs_in_run_id_order(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str]) -> None:
-    con.execute(sql_text("macros"))
+    con.execute(sql_files.text("macros"))
     # A bound parameter, never spliced into SQL text; the statistics read getvariable('baselines').
     con.execute("SET VARIABLE baselines = ?::VARCHAR[]", [list(baselines)])
     # No statistic relies on the order its rows are stored in; those that keep one say ORDER BY.
     con.execute("SET preserve_insertion_order = false")
     for name in INTERMEDIATES:
-        con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_text(name)}')
+        con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
     for name in STATISTICS:
         if name in VIEWS:
-            con.execute(f'CREATE VIEW "{name}" AS\n{sql_text(name)}')
+            con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         else:
-            create_table(con, name, sql_text(name))
+            create_table(con, name, sql_files.text(f"statistics/{name}"))
     for name in INTERMEDIATES:
         con.execute(f'DROP TABLE "{name}"')
 
@@ -337,13 +321,13 @@ class Session:
 
     def preview(self, table: str, n: int = 5) -> Result:
         """The most telling rows of a statistic (`sql/previews/<table>.sql`): its biggest wins and regressions."""
-        return self.query(sql_text(f"previews/{table}"), {"n": n})
+        return self.query(sql_files.text(f"previews/{table}"), {"n": n})
 
     def run_checks(self) -> list[CheckOutcome]:
         """Every check of `CHECKS`, once per table it covers."""
         outcomes = []
         for check, tables in CHECKS.items():
-            failures = self.query(sql_text(f"checks/{check}")).records()
+            failures = self.query(sql_files.text(f"checks/{check}")).records()
             for table in tables:
                 mine = [row for row in failures if row["table_name"] == table]
                 outcomes.append(CheckOutcome(check=check, table=table, failures=mine))
@@ -431,7 +415,7 @@ def compare(
         "metric": metric,
         "providers": list(providers) if providers else None,
     }
-    return query(warehouse_dir, sql_text("queries/compare"), params).records()
+    return query(warehouse_dir, sql_files.text("queries/compare"), params).records()
 
 
 def gpus_for_kernel(warehouse_dir: Path, kernel: str) -> list[str]:

@@ -1,7 +1,7 @@
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import cli_queries, store, warehouse_db
+from pipelines.lib import cli_queries, sql_files, store, warehouse_db
 from pipelines.lib.metadata import markdown_table
 
 GROUP = "statistics"
@@ -14,10 +14,10 @@ def _spec(name: str) -> dg.AssetSpec:
     return dg.AssetSpec(
         name,
         deps=[*warehouse_db.TABLES, *warehouse_db.STATISTIC_INPUTS[name]],
-        description=warehouse_db.sql_description(name),
+        description=sql_files.description(f"statistics/{name}"),
         group_name=GROUP,
         kinds={"duckdb", "sql"},
-        metadata={"sql": f"sql/{name}.sql"},
+        metadata={"sql": f"sql/statistics/{name}.sql"},
     )
 
 
@@ -26,7 +26,7 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
         check,
         asset=table,
         blocking=True,
-        description=warehouse_db.sql_description(f"checks/{check}"),
+        description=sql_files.description(f"checks/{check}"),
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.lib import display, store, warehouse_db
+from pipelines.lib import display, sql_files, store, warehouse_db
 from pipelines.lib.report import charts, html, pages, svg
 from pipelines.lib.report.data import ReportData, load
 
@@ -63,10 +63,11 @@ def _database_stamp(warehouse_dir: Path) -> dict[str, Any]:
 
 def _code_fingerprint() -> str:
     """A digest of the report's code and SQL: a report drawn by older code is stale too."""
-    files = sorted(Path(__file__).parent.glob("*.py")) + sorted(warehouse_db.SQL_DIR.glob("report_*.sql"))
+    code = [(file.name, file.read_bytes()) for file in sorted(Path(__file__).parent.glob("*.py"))]
+    sql = [(name.rpartition("/")[2] + ".sql", sql_files.text(name).encode()) for name in sql_files.names("report")]
     digest = hashlib.sha256()
-    for file in files:
-        digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    for name, content in code + sql:
+        digest.update(name.encode() + b"\0" + content + b"\0")
     return digest.hexdigest()
 
 

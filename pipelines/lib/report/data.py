@@ -1,6 +1,6 @@
 """What the report shows, read from warehouse.duckdb in one read-only session.
 
-The SQL is in `sql/report_*.sql`; this module only runs it and hands the
+The SQL is in `sql/report/report_*.sql`; this module only runs it and hands the
 frames on. Values are in human units (ms, MiB) from the database's macros.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.lib import warehouse_db
+from pipelines.lib import sql_files, warehouse_db
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,9 @@ def load(warehouse_dir: Path) -> ReportData:
 
         (unchanged,) = con.execute("SELECT count(*) FROM version_changes WHERE verdict = 'unchanged'").fetchall()[0]
         return ReportData(
-            points=frame(warehouse_db.sql_text("report_points")),
-            runs=frame(warehouse_db.sql_text("report_runs")),
-            changes=frame(warehouse_db.sql_text("report_changes")),
+            points=frame(sql_files.text("report/report_points")),
+            runs=frame(sql_files.text("report/report_runs")),
+            changes=frame(sql_files.text("report/report_changes")),
             scorecard=frame("SELECT * FROM kernel_scorecard ORDER BY gpu_name, metric, kernel, pass, provider"),
             environments=frame("SELECT * FROM environments ORDER BY gpu_name"),
             snapshots=frame("SELECT * FROM snapshots ORDER BY committed_at, snapshot_id"),
