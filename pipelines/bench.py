@@ -84,8 +84,8 @@ def _phase_normalize_output(csv: str, warehouse: str) -> dict:
     the CSV as the pipeline reads it (`parse.iter_records`, quoting checks included), and storing the
     normalized tables' rows with the pipeline's writer settings. Only the reads and the writes are
     timed, each on one thread, as the pipeline runs each of them."""
-    import pyarrow.parquet as pq
     import polars as pl
+    import pyarrow.parquet as pq
 
     from pipelines.lib import schemas, store, tables
     from pipelines.lib.parse import iter_records, read_header
@@ -172,16 +172,18 @@ def _phase_statistics_output(warehouse: str) -> dict:
     from pipelines.lib import warehouse_db
 
     database = warehouse_db.database_path(Path(warehouse))
-    with tempfile.TemporaryDirectory(dir=database.parent) as folder:
-        with duckdb.connect(str(Path(folder) / "copy.duckdb"), config={"memory_limit": warehouse_db.MEMORY_LIMIT}) as con:
-            con.execute("ATTACH ? AS built (READ_ONLY)", [str(database)])
-            con.execute("SET preserve_insertion_order = false")
-            started = time.perf_counter()
-            for name in warehouse_db.STATISTICS:
-                if name not in warehouse_db.VIEWS:
-                    warehouse_db.create_table(con, name, f'SELECT * FROM built."{name}"')
-            con.execute("CHECKPOINT")
-            seconds = time.perf_counter() - started
+    with (
+        tempfile.TemporaryDirectory(dir=database.parent) as folder,
+        duckdb.connect(str(Path(folder) / "copy.duckdb"), config={"memory_limit": warehouse_db.MEMORY_LIMIT}) as con,
+    ):
+        con.execute("ATTACH ? AS built (READ_ONLY)", [str(database)])
+        con.execute("SET preserve_insertion_order = false")
+        started = time.perf_counter()
+        for name in warehouse_db.STATISTICS:
+            if name not in warehouse_db.VIEWS:
+                warehouse_db.create_table(con, name, f'SELECT * FROM built."{name}"')
+        con.execute("CHECKPOINT")
+        seconds = time.perf_counter() - started
     return {"sql_s": seconds}
 
 
@@ -246,7 +248,9 @@ def _history_env(root: Path, source: Path) -> dict[str, str]:
     }
 
 
-def run(rows: int, seed: int, data_dir: Path, work: Path, source: Path | None, history: bool = True, statistics: bool = True) -> list[Phase]:
+def run(
+    rows: int, seed: int, data_dir: Path, work: Path, source: Path | None, history: bool = True, statistics: bool = True
+) -> list[Phase]:
     # A warehouse left by an earlier run in the same --work-dir would make every phase a no-change run.
     for built in ("synthetic", "history"):
         shutil.rmtree(work / built, ignore_errors=True)
@@ -256,16 +260,27 @@ def run(rows: int, seed: int, data_dir: Path, work: Path, source: Path | None, h
     csv = Path(generated.detail["csv"])
     phases = [
         measure("floor: polars CSV -> zstd Parquet", _phase_command("floor-csv", str(csv), str(work / "floor.parquet")), rows=rows),
-        measure("normalize (stage + tables)", _phase_command("normalize", str(csv), str(work / "synthetic" / "warehouse")),
-                floor="floor: polars CSV -> zstd Parquet", rows=rows),
-    ]  # fmt: skip
+        measure(
+            "normalize (stage + tables)",
+            _phase_command("normalize", str(csv), str(work / "synthetic" / "warehouse")),
+            floor="floor: polars CSV -> zstd Parquet",
+            rows=rows,
+        ),
+    ]
     # Not a floor of the issue's, a second reference: reading the file and storing the tables alone.
     output = measure("normalize-output", _phase_command("normalize-output", str(csv), str(work / "synthetic" / "warehouse")))
     csv_floor = phases[0].name
     phases += [
         Phase("reading the CSV alone", csv_floor, output.detail["read_s"], output.detail["read_cpu_s"], output.peak_rss_mb, rows),
-        Phase("storing the tables' rows alone", csv_floor, output.detail["store_s"], output.detail["store_cpu_s"], output.peak_rss_mb, rows,
-              output.detail),  # fmt: skip
+        Phase(
+            "storing the tables' rows alone",
+            csv_floor,
+            output.detail["store_s"],
+            output.detail["store_cpu_s"],
+            output.peak_rss_mb,
+            rows,
+            output.detail,
+        ),
     ]
     if statistics:
         warehouse = str(work / "synthetic" / "warehouse")
@@ -356,8 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic CSV (default 100000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", type=Path, default=settings.PROJECT_ROOT / "data" / "bench",
-                        help="where synthetic CSVs are cached (default data/bench)")  # fmt: skip
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=settings.PROJECT_ROOT / "data" / "bench",
+        help="where synthetic CSVs are cached (default data/bench)",
+    )
     parser.add_argument("--work-dir", type=Path, help="where warehouses are built (default: a temporary folder, removed)")
     parser.add_argument("--source", type=Path, default=DEFAULT_BUNDLE, help="the real history (default: the shared bundle)")
     parser.add_argument("--no-history", action="store_true", help="skip the real-history phases")

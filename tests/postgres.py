@@ -102,9 +102,12 @@ class PostgresServer:
     def environment(self, database: str) -> dict[str, str]:
         """The DAGSTER_PG_* variables deploy/postgres/dagster.yaml reads."""
         return {
-            "DAGSTER_PG_HOST": self.host, "DAGSTER_PG_PORT": str(self.port), "DAGSTER_PG_USER": self.user,
-            "DAGSTER_PG_PASSWORD": self.password, "DAGSTER_PG_DB": database,
-        }  # fmt: skip
+            "DAGSTER_PG_HOST": self.host,
+            "DAGSTER_PG_PORT": str(self.port),
+            "DAGSTER_PG_USER": self.user,
+            "DAGSTER_PG_PASSWORD": self.password,
+            "DAGSTER_PG_DB": database,
+        }
 
 
 def _run(command: list[str], account: tuple[int, int] | None, cwd: Path) -> subprocess.CompletedProcess:
@@ -117,17 +120,33 @@ def _start(binaries: Path, root: Path, account: tuple[int, int] | None, user: st
     """initdb into root/data and start the server on a free loopback port; the port it listens on."""
     (root / "password").write_text(password + "\n")
     made = _run(
-        [str(binaries / "initdb"), "-D", str(root / "data"), "-U", user, f"--pwfile={root / 'password'}", "-E", "UTF8",
-         "--no-locale", "--no-sync", "--auth-local=trust", "--auth-host=scram-sha-256"],
-        account, root,
-    )  # fmt: skip
+        [
+            str(binaries / "initdb"),
+            "-D",
+            str(root / "data"),
+            "-U",
+            user,
+            f"--pwfile={root / 'password'}",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+        ],
+        account,
+        root,
+    )
     if made.returncode != 0:
         pytest.fail(f"initdb failed: {(made.stderr or made.stdout).strip().splitlines()[-1:]}")
     for _ in range(3):  # a free port can be taken between the probe and the server's bind
         port = free_port()
         options = f"-h {HOST} -p {port} -k {root / 'socket'} -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
-        started = _run([str(binaries / "pg_ctl"), "-D", str(root / "data"), "-l", str(root / "server.log"), "-w", "-t", "60",
-                        "-o", options, "start"], account, root)  # fmt: skip
+        started = _run(
+            [str(binaries / "pg_ctl"), "-D", str(root / "data"), "-l", str(root / "server.log"), "-w", "-t", "60", "-o", options, "start"],
+            account,
+            root,
+        )
         if started.returncode == 0:
             return port
     log = (root / "server.log").read_text(errors="replace").strip().splitlines() if (root / "server.log").exists() else []

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from datetime import datetime, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 _tried: Counter[tuple[str, str]] = Counter()
 _accounted: Counter[tuple[str, str]] = Counter()
@@ -25,11 +25,10 @@ def trial(kind: str, name: str) -> Iterator[None]:
 def summary() -> dict:
     kinds = sorted({kind for kind, _ in _tried})
     return {
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "totals": {kind: {"tried": _sum(_tried, kind), "accounted": _sum(_accounted, kind)} for kind in kinds},
         "trials": [
-            {"kind": kind, "name": name, "tried": _tried[kind, name], "accounted": _accounted[kind, name]}
-            for kind, name in sorted(_tried)
+            {"kind": kind, "name": name, "tried": _tried[kind, name], "accounted": _accounted[kind, name]} for kind, name in sorted(_tried)
         ],
         "all_accounted": all(_accounted[key] == count for key, count in _tried.items()),
     }

@@ -31,18 +31,33 @@ from pipelines.lib.warehouse import (
 pytestmark = pytest.mark.slow
 
 RATIOS = (
-    "normalize_ratio", "normalize_peak_rss_mb", "materialize_ratio", "noop_ratio", "stats_ratio", "stats_output_ratio",
+    "normalize_ratio",
+    "normalize_peak_rss_mb",
+    "materialize_ratio",
+    "noop_ratio",
+    "stats_ratio",
+    "stats_output_ratio",
     "normalize_read_store_ratio",
-)  # fmt: skip
+)
 
 
 def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     upstream_repo.commit({"benchmark/data/all_benchmark_data.csv": liger_csv(liger_row(), liger_row(x_value="2048"))}, "data")
     rows = 1500
     command = [
-        sys.executable, "-m", "pipelines.bench", "--rows", str(rows), "--json",
-        "--data-dir", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--source", str(upstream_repo.path),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pipelines.bench",
+        "--rows",
+        str(rows),
+        "--json",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--work-dir",
+        str(tmp_path / "work"),
+        "--source",
+        str(upstream_repo.path),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=settings.PROJECT_ROOT, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -106,9 +121,7 @@ def test_streamed_normalization_equals_the_in_memory_one(tmp_path, monkeypatch):
     assert len(list(staging_dir(streamed).glob("*/rows-*.parquet"))) > 50, "the file was not read in many chunks"
     assert len(list(staging_dir(whole).glob("*/rows-*.parquet"))) == 1
     for name in TABLE_NAMES:
-        assert_frame_equal(
-            pl.read_parquet(whole / f"{name}.parquet"), pl.read_parquet(streamed / f"{name}.parquet"), check_exact=True
-        )
+        assert_frame_equal(pl.read_parquet(whole / f"{name}.parquet"), pl.read_parquet(streamed / f"{name}.parquet"), check_exact=True)
     runs = pl.read_parquet(streamed / "runs.parquet")
     assert runs["run_id"].str.contains("~").sum() == 80, "the clashing runs did not get suffixed ids"
     assert runs["run_id"].is_sorted() and runs["run_id"].is_unique().all()

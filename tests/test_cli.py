@@ -31,9 +31,15 @@ def cli(warehouse: Path, *args: str, stdout=subprocess.PIPE, preexec_fn=None) ->
     """`python -m pipelines ARGS` in a fresh process, as a user runs it."""
     env = {**os.environ, "PYTHONPATH": str(settings.PROJECT_ROOT), "WAREHOUSE_DIR": str(warehouse)}
     return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args], check=False,
-        env=env, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, preexec_fn=preexec_fn,
-    )  # fmt: skip
+        [sys.executable, "-m", "pipelines", *args],
+        check=False,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=preexec_fn,
+    )
 
 
 def assert_one_line(result: subprocess.CompletedProcess, code: int, *words: str) -> str:

@@ -67,8 +67,12 @@ def test_a_relative_liger_source_is_taken_from_where_the_command_runs(upstream_r
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     elsewhere = tmp_path / "some" / "folder"  # not as deep as DAGSTER_HOME, where the command moves to
     elsewhere.mkdir(parents=True)
-    env = {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
-           "LIGER_SOURCE": "../../upstream"}  # fmt: skip
+    env = {
+        "DAGSTER_HOME": str(dagster_home),
+        "WAREHOUSE_DIR": str(tmp_path / "w"),
+        "LIGER_CACHE_DIR": str(tmp_path / "c"),
+        "LIGER_SOURCE": "../../upstream",
+    }
     result = run_cli(["materialize"], env, elsewhere)
     assert result.returncode == 0, result.stderr[-3000:]
     assert pl.read_parquet(tmp_path / "w" / "runs.parquet").height == 1
@@ -79,7 +83,11 @@ def test_bootstrap_passes_a_relative_liger_source_on_as_absolute(tmp_path, monke
 
     seen = {}
     monkeypatch.setattr(bootstrap, "ensure_venv", lambda: tmp_path / "python")
-    monkeypatch.setattr(bootstrap.subprocess, "run", lambda command, **kw: seen.update(source=bootstrap.os.environ["LIGER_SOURCE"]) or type("R", (), {"returncode": 0}))
+    monkeypatch.setattr(
+        bootstrap.subprocess,
+        "run",
+        lambda command, **kw: seen.update(source=bootstrap.os.environ["LIGER_SOURCE"]) or type("R", (), {"returncode": 0}),
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(bootstrap.os, "chdir", lambda path: None)  # stays in tmp_path (undone after the test)
     monkeypatch.setenv("LIGER_SOURCE", "data/mine.csv")

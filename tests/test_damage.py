@@ -39,11 +39,15 @@ BASELINES = settings.DEFAULT_BASELINES
 def rows(commit: int, gpu: str) -> list[str]:
     return [
         liger_row(
-            provider=("liger", "huggingface", "torch")[k % 3], x_value=str(256 * (k // 3 + 1)), gpu=gpu,
-            y50=f"{0.5 + 0.01 * k:.3f}", y80="0.9", timestamp=f"2025-0{1 + min(commit, k // 6)}-01 10:00:00",
+            provider=("liger", "huggingface", "torch")[k % 3],
+            x_value=str(256 * (k // 3 + 1)),
+            gpu=gpu,
+            y50=f"{0.5 + 0.01 * k:.3f}",
+            y80="0.9",
+            timestamp=f"2025-0{1 + min(commit, k // 6)}-01 10:00:00",
         )
         for k in range(6 + 6 * commit)
-    ] + ["rms_norm,liger,forward,speed,ms,H,hidden size,1024,not a number"]  # fmt: skip
+    ] + ["rms_norm,liger,forward,speed,ms,H,hidden size,1024,not a number"]
 
 
 def run_next(warehouse: Path, cache: Path, source: str) -> None:
@@ -319,8 +323,12 @@ def test_materialize_repairs_a_damaged_runs_table_and_database(clean, tmp_path):
     home.mkdir()
     shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     env = {
-        **os.environ, "DAGSTER_HOME": str(home), "WAREHOUSE_DIR": str(warehouse), "LIGER_SOURCE": clean.source, "LIGER_CACHE_DIR": str(cache),
-    }  # fmt: skip
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "WAREHOUSE_DIR": str(warehouse),
+        "LIGER_SOURCE": clean.source,
+        "LIGER_CACHE_DIR": str(cache),
+    }
 
     def materialize() -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", "pipelines", "materialize"]

@@ -116,8 +116,12 @@ def test_the_daemon_fails_a_run_killed_with_everything_and_the_next_run_succeeds
         with open(log, "wb") as output:
             return subprocess.Popen(
                 [str(bin_dir / "dagster-daemon"), "run", "-m", "pipelines.definitions"],
-                cwd=settings.PROJECT_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                cwd=settings.PROJECT_ROOT,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     # Holding the writer lock parks the sensor's first run inside its first step, mid-flight.
     with store.writer_lock(warehouse):
@@ -138,8 +142,12 @@ def test_the_daemon_fails_a_run_killed_with_everything_and_the_next_run_succeeds
     try:
         launched = subprocess.run(
             [str(bin_dir / "dagster"), "job", "launch", "-m", "pipelines.definitions", "-j", "ingest_everything"],
-            cwd=settings.PROJECT_ROOT, env=env, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            cwd=settings.PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert launched.returncode == 0, launched.stderr[-3000:]
         runs = _wait_until_finished(home, daemon, log, count=2)
     finally:

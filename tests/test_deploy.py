@@ -8,11 +8,18 @@ from postgres import CONFIGS, unavailable
 def test_postgres_instance_differs_from_the_local_one_only_in_storage():
     local, team = (yaml.safe_load(CONFIGS[kind].read_text()) for kind in ("sqlite", "postgres"))
     assert set(local) == set(team)
-    assert {key: value for key, value in local.items() if key != "storage"} == {key: value for key, value in team.items() if key != "storage"}
+    assert {key: value for key, value in local.items() if key != "storage"} == {
+        key: value for key, value in team.items() if key != "storage"
+    }
     database = team["storage"]["postgres"]["postgres_db"]
     variables = {name: database[name]["env"] for name in ("hostname", "port", "username", "password", "db_name")}
-    assert variables == {"hostname": "DAGSTER_PG_HOST", "port": "DAGSTER_PG_PORT", "username": "DAGSTER_PG_USER",
-                         "password": "DAGSTER_PG_PASSWORD", "db_name": "DAGSTER_PG_DB"}  # fmt: skip
+    assert variables == {
+        "hostname": "DAGSTER_PG_HOST",
+        "port": "DAGSTER_PG_PORT",
+        "username": "DAGSTER_PG_USER",
+        "password": "DAGSTER_PG_PASSWORD",
+        "db_name": "DAGSTER_PG_DB",
+    }
 
 
 def test_a_missing_server_skips_locally_and_fails_in_ci(monkeypatch):

@@ -45,9 +45,13 @@ def row(x_value: str, **extra: str) -> dict[str, str]:
 
 def materialize(warehouse: Path, source: Path, tmp_path: Path) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
     resource = Warehouse(
-        warehouse_dir=str(warehouse), source=str(source), branch="main", file_glob=FILE_GLOB,
-        cache_dir=str(tmp_path / "cache"), baselines=["huggingface", "torch"],
-    )  # fmt: skip
+        warehouse_dir=str(warehouse),
+        source=str(source),
+        branch="main",
+        file_glob=FILE_GLOB,
+        cache_dir=str(tmp_path / "cache"),
+        baselines=["huggingface", "torch"],
+    )
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(
         [upstream_source, raw_snapshots, warehouse_tables], resources={"warehouse": resource}, instance=instance, raise_on_error=False
@@ -83,8 +87,10 @@ def test_added_and_reordered_columns_are_ingested_with_a_warning_and_kept(upstre
         assert runs["x_value"].to_list() == ["1", "2", "3"]
         # A run keeps the values of its first snapshot: run 1 was first seen before the column existed.
         assert [json.loads(e) if e else None for e in runs["extra_columns"]] == [
-            None, {"cuda_version": "12.6"}, {"cuda_version": ""},
-        ]  # fmt: skip
+            None,
+            {"cuda_version": "12.6"},
+            {"cuda_version": ""},
+        ]
         snapshots = pl.read_parquet(warehouse / "snapshots.parquet")
         assert snapshots["status"].to_list() == ["ingested"] * 3
         assert json.loads(snapshots["header"][2]) == reordered

@@ -131,7 +131,7 @@ def test_a_file_that_cannot_be_rebuilt_says_why_and_is_not_written(variant_wareh
     out = tmp_path / "out.csv"
     assert main(["export-liger-csv", "--snapshot", snapshot.snapshot_id, "--out", str(out)]) == 1
     error = capsys.readouterr().err
-    assert "cannot be rebuilt byte for byte: row 2 is not valid UTF-8" in error and "\n" == error[-1] and error.count("\n") == 1
+    assert "cannot be rebuilt byte for byte: row 2 is not valid UTF-8" in error and error[-1] == "\n" and error.count("\n") == 1
     assert not out.exists()
 
 
@@ -158,9 +158,22 @@ def test_the_fast_reader_refuses_what_only_the_careful_one_records(variant: str)
 
 def test_a_meta_staged_before_layouts_loads_with_defaults():
     meta = {
-        "snapshot_id": "abc/x.csv", "source": "s", "source_file": "x.csv", "commit": None, "committed_at": None, "subject": None,
-        "sequence": 1, "ingest_seq": 1, "content_sha256": "0" * 64, "status": "ingested", "reason": None, "header": [],
-        "row_count": 0, "accepted": 0, "quarantined": 0, "normalizer_version": 3,
-    }  # fmt: skip
+        "snapshot_id": "abc/x.csv",
+        "source": "s",
+        "source_file": "x.csv",
+        "commit": None,
+        "committed_at": None,
+        "subject": None,
+        "sequence": 1,
+        "ingest_seq": 1,
+        "content_sha256": "0" * 64,
+        "status": "ingested",
+        "reason": None,
+        "header": [],
+        "row_count": 0,
+        "accepted": 0,
+        "quarantined": 0,
+        "normalizer_version": 3,
+    }
     loaded = ingest.SnapshotMeta(**meta)
     assert (loaded.bom, loaded.line_end, loaded.final_newline, loaded.layout) == (False, "\r\n", True, {})

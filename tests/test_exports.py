@@ -291,7 +291,9 @@ def test_latest_exports_go_on_past_a_name_clash_and_a_file_that_cannot_be_rebuil
     """Two files at head with one name get distinct exports, and a newest snapshot the tables cannot give back
     byte for byte is left out with a warning, while the others are written: one odd file never stops the export."""
     nested = "benchmark/data/all_benchmark_data_v2/all_benchmark_data.csv"
-    upstream_repo.commit({DATA: "\n".join([HEADER, liger_row()]) + "\n", nested: "\n".join([HEADER, liger_row(provider="torch")]) + "\n"}, "two")
+    upstream_repo.commit(
+        {DATA: "\n".join([HEADER, liger_row()]) + "\n", nested: "\n".join([HEADER, liger_row(provider="torch")]) + "\n"}, "two"
+    )
     # A row that is not UTF-8 is quarantined; its bytes are not kept, so its snapshot cannot be rebuilt exactly.
     (upstream_repo.path / CUTILE).write_bytes(("\n".join([HEADER, liger_row(kernel="geglu")]) + "\n").encode() + b"bad,\xff\xfe\n")
     git(upstream_repo.path, "add", CUTILE)

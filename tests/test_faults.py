@@ -84,11 +84,13 @@ def history_rows(commit: int, file_seed: int) -> list[str]:
             liger_row(
                 provider=("liger", "huggingface", "torch")[k % 3],
                 x_value=str(256 * (k // 3 + 1)),
-                y50=f"{0.5 + 0.01 * ((k + file_seed) % 9):.3f}", y20="0.3", y80="0.9",
+                y50=f"{0.5 + 0.01 * ((k + file_seed) % 9):.3f}",
+                y20="0.3",
+                y80="0.9",
                 timestamp=f"2025-0{1 + rerun % 9}-0{1 + file_seed} 10:00:00",
                 gpu=("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3")[file_seed % 2],
             )
-        )  # fmt: skip
+        )
     return rows
 
 
@@ -183,8 +185,12 @@ def history(tmp_path_factory) -> History:
 def start_ingest(warehouse: Path, source: str, cache: Path) -> subprocess.Popen:
     process = subprocess.Popen(
         [sys.executable, "-c", INGEST, str(warehouse), source, str(cache)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=settings.PROJECT_ROOT,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=settings.PROJECT_ROOT,
+    )
     assert process.stdout.readline().strip() == "ready", process.stderr.read()
     return process
 
@@ -520,9 +526,13 @@ def start_materialize(warehouse: Path, source: str, cache: Path, home: Path) -> 
     shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     env = {**os.environ, "DAGSTER_HOME": str(home), "WAREHOUSE_DIR": str(warehouse), "LIGER_SOURCE": source, "LIGER_CACHE_DIR": str(cache)}
     return subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "materialize"], env=env, cwd=settings.PROJECT_ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "pipelines", "materialize"],
+        env=env,
+        cwd=settings.PROJECT_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_sigkill_of_python_m_pipelines_materialize_at_random_points(history, tmp_path):

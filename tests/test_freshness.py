@@ -39,9 +39,7 @@ def test_kept_until_an_input_is_replaced_or_an_output_is_missing(export, tmp_pat
     assert run() == (False, {"out.json": 3})
 
 
-@pytest.mark.parametrize(
-    "damaged", ["not json", "[]", "{}", json.dumps({"key": "x"}), json.dumps({"key": None, "result": 3})], ids=repr
-)
+@pytest.mark.parametrize("damaged", ["not json", "[]", "{}", json.dumps({"key": "x"}), json.dumps({"key": None, "result": 3})], ids=repr)
 def test_a_damaged_stamp_means_a_rebuild(export, damaged):
     _, _, stamp, run = export
     run()

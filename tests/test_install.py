@@ -25,8 +25,11 @@ def _fresh_venv(root: Path) -> Path:
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    )
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
 
@@ -47,8 +50,9 @@ def _install(source: Path, root: Path, editable: bool) -> tuple[Path, dict[str, 
 
 def _materialize(python: Path, env: dict[str, str], cwd: Path, upstream_repo) -> None:
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="1.0", y20="0.9", y80="1.1"))}, "one")
-    result = subprocess.run([python, "-m", "pipelines", "materialize"], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
-                            check=False)  # fmt: skip
+    result = subprocess.run(
+        [python, "-m", "pipelines", "materialize"], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "materialized every asset" in result.stdout
 
@@ -59,8 +63,9 @@ def _statistic_counts(warehouse: Path) -> dict[str, int]:
 
 
 def _package(python: Path, env: dict[str, str], cwd: Path) -> Path:
-    located = subprocess.run([python, "-c", "import pipelines; print(pipelines.__file__)"],
-                             cwd=cwd, env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    located = subprocess.run(
+        [python, "-c", "import pipelines; print(pipelines.__file__)"], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
     return Path(located.stdout.strip()).parent
 
 
@@ -89,9 +94,14 @@ def test_a_wheel_install_materializes_from_another_folder(tmp_path, upstream_rep
     assert _statistic_counts(elsewhere / "warehouse")["provider_comparisons"] > 0
 
     # The ad hoc queries' SQL ships too: `compare` reads sql/queries/compare.sql.
-    compared = subprocess.run([python, "-m", "pipelines", "compare", "--kernel", "rms_norm", "--gpu", "NVIDIA A100-SXM4-80GB"],
-                              cwd=elsewhere, env={**env, "WAREHOUSE_DIR": "warehouse"}, capture_output=True, text=True,
-                              check=False)  # fmt: skip
+    compared = subprocess.run(
+        [python, "-m", "pipelines", "compare", "--kernel", "rms_norm", "--gpu", "NVIDIA A100-SXM4-80GB"],
+        cwd=elsewhere,
+        env={**env, "WAREHOUSE_DIR": "warehouse"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert compared.returncode == 0, compared.stderr
     assert "huggingface" in compared.stdout
 

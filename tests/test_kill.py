@@ -78,8 +78,11 @@ def start_parked(target: str, warehouse: Path, source: Path, tmp_path: Path) -> 
     }
     process = subprocess.Popen(
         [sys.executable, "-c", PAUSING_MATERIALIZE, target, str(marker)],
-        env=env, cwd=settings.PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        env=env,
+        cwd=settings.PROJECT_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     return process, marker
 
 

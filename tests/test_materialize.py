@@ -40,7 +40,11 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     """On a persistent instance of each kind (SQLite, PostgreSQL): all assets, a no-change re-run, a new commit."""
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
     upstream_repo.commit(
-        {DATA: liger_csv(liger_row(timestamp="2025-02-01 00:00:00", y50="0.45"), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))},
+        {
+            DATA: liger_csv(
+                liger_row(timestamp="2025-02-01 00:00:00", y50="0.45"), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1")
+            )
+        },
         "two",
     )
     warehouse = tmp_path / "warehouse"
@@ -48,8 +52,18 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     result = materialize_everything(definitions, dagster_instance)
     assert result.success
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    expected = {"upstream_source", "raw_snapshots", "runs", "measurements", "environments", "protocols",
-                "snapshots", "run_snapshots", "quarantine", "resource_documents"}  # fmt: skip
+    expected = {
+        "upstream_source",
+        "raw_snapshots",
+        "runs",
+        "measurements",
+        "environments",
+        "protocols",
+        "snapshots",
+        "run_snapshots",
+        "quarantine",
+        "resource_documents",
+    }
     assert expected <= materialized
     assert all(e.passed for e in result.get_asset_check_evaluations())
     assert metadata_of(result, "runs")["dagster/row_count"].value == 3
@@ -107,8 +121,11 @@ def test_every_asset_has_a_description_group_and_kind(monkeypatch, tmp_path):
 def test_definitions_validate():
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "pipelines.definitions"],
-        cwd=settings.PROJECT_ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=settings.PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -129,10 +146,14 @@ def dagster_home(tmp_path):
 def test_cli_unreachable_source_fails_with_one_clear_line(tmp_path, dagster_home):
     result = run_cli(
         ["materialize"],
-        {"DAGSTER_HOME": str(dagster_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
-         "LIGER_SOURCE": "file:///nonexistent/liger.git"},
+        {
+            "DAGSTER_HOME": str(dagster_home),
+            "WAREHOUSE_DIR": str(tmp_path / "w"),
+            "LIGER_CACHE_DIR": str(tmp_path / "c"),
+            "LIGER_SOURCE": "file:///nonexistent/liger.git",
+        },
         tmp_path,
-    )  # fmt: skip
+    )
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("failed: upstream_source: cannot read the Liger benchmark source 'file:///nonexistent/liger.git'")
@@ -143,8 +164,12 @@ def test_cli_unreachable_source_fails_with_one_clear_line(tmp_path, dagster_home
 def test_cli_materialize_then_show_run(upstream_repo, tmp_path, instance_kind, instance_kind_home):
     """`python -m pipelines materialize` with DAGSTER_HOME at either instance configuration (SQLite, PostgreSQL)."""
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
-    env = {"DAGSTER_HOME": str(instance_kind_home), "WAREHOUSE_DIR": str(tmp_path / "w"), "LIGER_CACHE_DIR": str(tmp_path / "c"),
-           "LIGER_SOURCE": str(upstream_repo.path)}  # fmt: skip
+    env = {
+        "DAGSTER_HOME": str(instance_kind_home),
+        "WAREHOUSE_DIR": str(tmp_path / "w"),
+        "LIGER_CACHE_DIR": str(tmp_path / "c"),
+        "LIGER_SOURCE": str(upstream_repo.path),
+    }
     result = run_cli(["materialize"], env, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "materialized every asset" in result.stdout

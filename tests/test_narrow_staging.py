@@ -1,7 +1,7 @@
 """Staged rows leave out the per-value columns of runs; the assembly joins them back from each snapshot's
 workload answers (ingest.WORKLOADS) and the catalogs, to the same tables as computing them afresh."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -16,8 +16,9 @@ CONFIGS = ('{"M": 2048, "dtype": "torch.bfloat16"}', '{"M": 4096, "mode": "full"
 
 
 def stage(warehouse: Path, cache: DistinctCache, commit: str, sequence: int, text: str) -> ingest.SnapshotMeta:
-    ref = SnapshotRef(f"{commit}/data.csv", "test", "benchmark/data/data.csv", commit,
-                      datetime(2025, 1, sequence, tzinfo=timezone.utc), "subject", sequence)  # fmt: skip
+    ref = SnapshotRef(
+        f"{commit}/data.csv", "test", "benchmark/data/data.csv", commit, datetime(2025, 1, sequence, tzinfo=UTC), "subject", sequence
+    )
     return ingest.stage_snapshot(warehouse, ref, lambda _ref: text.encode(), cache, ingest_seq=1)
 
 

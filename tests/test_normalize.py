@@ -1,7 +1,7 @@
 """Normalization of rows into runs, measurements and quarantine (SPEC sections 2, 4 and 5),
 on small CSVs written here and staged as snapshots."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -17,8 +17,15 @@ def ingest_texts(warehouse: Path, versions: list[tuple[str, str]], file_name: st
     """Stage each (commit, csv text) as a snapshot of one file, oldest first, then assemble."""
     cache = DistinctCache()
     for sequence, (commit, text) in enumerate(versions, 1):
-        ref = SnapshotRef(f"{commit}/{file_name}", "test", f"benchmark/data/{file_name}", commit,
-                          datetime(2025, 1, sequence, tzinfo=timezone.utc), "subject", sequence)  # fmt: skip
+        ref = SnapshotRef(
+            f"{commit}/{file_name}",
+            "test",
+            f"benchmark/data/{file_name}",
+            commit,
+            datetime(2025, 1, sequence, tzinfo=UTC),
+            "subject",
+            sequence,
+        )
         ingest.stage_snapshot(warehouse, ref, lambda _ref, t=text: t.encode(), cache, ingest_seq=1)
     return tables.assemble(warehouse, files_at_head=None)
 
@@ -83,7 +90,7 @@ def test_quarantine_reasons(tmp_path):
     assert reasons[2] == "required field(s) empty: kernel_name"
     assert reasons[3] == "y_value_20 fast is neither a number nor missing"
     assert reasons[4] == "y_value_80 inf is neither a number nor missing"
-    assert "timestamp 14/11/2024 16:56 is not in the form YYYY-MM-DD HH:MM:SS" == reasons[5]
+    assert reasons[5] == "timestamp 14/11/2024 16:56 is not in the form YYYY-MM-DD HH:MM:SS"
     assert t["quarantine"]["row_number"].to_list() == [1, 2, 3, 4, 5, 6]
     assert t["quarantine"]["raw"][3] == rows[3]
     assert t["runs"].height == 1
@@ -113,7 +120,7 @@ def test_extra_and_reordered_columns_are_kept(tmp_path):
     columns = HEADER.split(",")
     reordered = list(reversed(columns)) + ["cuda_version"]
     values = dict(zip(columns, liger_row(config="{}").split(",")))
-    line = ",".join(values[c] if c in values else "12.4" for c in reordered)
+    line = ",".join(values.get(c, "12.4") for c in reordered)
     t = ingest_texts(tmp_path, [("c1", ",".join(reordered) + "\n" + line + "\n")])
     run = t["runs"].row(0, named=True)
     assert run["extra_columns"] == '{"cuda_version":"12.4"}'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -22,9 +22,13 @@ CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
 
 def warehouse_resource(path: Path, source: str, cache: Path) -> Warehouse:
     return Warehouse(
-        warehouse_dir=str(path), source=source, branch="main", file_glob=FILE_GLOB,
-        cache_dir=str(cache), baselines=["huggingface", "torch"],
-    )  # fmt: skip
+        warehouse_dir=str(path),
+        source=source,
+        branch="main",
+        file_glob=FILE_GLOB,
+        cache_dir=str(cache),
+        baselines=["huggingface", "torch"],
+    )
 
 
 @pytest.fixture
@@ -51,9 +55,11 @@ def run_request(warehouse: Warehouse, request: dg.RunRequest, instance: dg.Dagst
 
     loaded = defs()
     definitions = dg.Definitions(
-        assets=loaded.assets, asset_checks=loaded.asset_checks, jobs=[ingest_everything],
+        assets=loaded.assets,
+        asset_checks=loaded.asset_checks,
+        jobs=[ingest_everything],
         resources={"warehouse": warehouse},
-    )  # fmt: skip
+    )
     job = definitions.resolve_job_def(upstream_data_sensor.job_name)
     return job.execute_in_process(instance=instance, tags=request.tags, run_config=request.run_config)
 
@@ -156,7 +162,7 @@ def test_sensor_and_schedule_are_on_by_default_and_target_every_asset():
 
 
 def test_schedule_requests_the_whole_job_at_six_utc():
-    when = datetime(2026, 3, 1, 6, 0, tzinfo=timezone.utc)
+    when = datetime(2026, 3, 1, 6, 0, tzinfo=UTC)
     with dg.DagsterInstance.ephemeral() as instance:
         context = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
         [request] = daily_ingest.evaluate_tick(context).run_requests
@@ -170,7 +176,7 @@ def test_daily_runs_ingest_then_change_nothing(upstream_repo, tmp_path, instance
     with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
         executed = []
         for day in (1, 2):
-            context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 3, day, 6, 0, tzinfo=timezone.utc))
+            context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 3, day, 6, 0, tzinfo=UTC))
             [request] = daily_ingest.evaluate_tick(context).run_requests
             executed.append(run_request(warehouse, request, instance))
             if day == 1:

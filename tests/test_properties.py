@@ -23,7 +23,7 @@ import reprlib
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -61,12 +61,22 @@ EXTRA_COLUMNS = ("cuda_version", "torch_version", "notes")
 RENAMES = {"gpu_name": "device", "kernel_name": "kernel", "timestamp": "time", "y_value_50": "y_value_median"}
 # Fields of an accepted row as the normalizer keeps them verbatim, by CSV column.
 RAW_FIELD = {
-    "kernel_name": "kernel", "kernel_provider": "provider", "kernel_operation_mode": "pass",
-    "metric_name": "metric", "metric_unit": "raw_unit", "x_name": "x_name", "x_label": "x_label",
-    "x_value": "x_value", "y_value_50": "raw_y_value_50", "y_value_20": "raw_y_value_20",
-    "y_value_80": "raw_y_value_80", "extra_benchmark_config_str": "raw_config", "gpu_name": "gpu_name",
-    "timestamp": "raw_timestamp", "liger_version": "liger_version",
-}  # fmt: skip
+    "kernel_name": "kernel",
+    "kernel_provider": "provider",
+    "kernel_operation_mode": "pass",
+    "metric_name": "metric",
+    "metric_unit": "raw_unit",
+    "x_name": "x_name",
+    "x_label": "x_label",
+    "x_value": "x_value",
+    "y_value_50": "raw_y_value_50",
+    "y_value_20": "raw_y_value_20",
+    "y_value_80": "raw_y_value_80",
+    "extra_benchmark_config_str": "raw_config",
+    "gpu_name": "gpu_name",
+    "timestamp": "raw_timestamp",
+    "liger_version": "liger_version",
+}
 Y_COLUMNS = ("y_value_50", "y_value_20", "y_value_80")
 NOT_CONTENT = str.maketrans("", "", ',"\r\n')
 
@@ -95,12 +105,18 @@ number_formats = st.sampled_from([repr, "{:.3f}".format, "{:e}".format, " {} ".f
 json_scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False), free_text
 )
-config_keys = st.one_of(st.sampled_from(["B", "T", "H", "V", "BT", "M", "N", "dtype", "mode", "bsz", "seq_len", "hidden_size", "batch"]), free_text)
+config_keys = st.one_of(
+    st.sampled_from(["B", "T", "H", "V", "BT", "M", "N", "dtype", "mode", "bsz", "seq_len", "hidden_size", "batch"]), free_text
+)
 configs = st.one_of(
     st.sampled_from(["", "null", "{}"]),
     st.builds(
         lambda d, compact: json.dumps(d, separators=(",", ":") if compact else None),
-        st.dictionaries(config_keys, st.one_of(json_scalars, st.lists(st.integers(0, 9), max_size=3), st.sampled_from(["torch.bfloat16", "torch.float32"])), max_size=5),
+        st.dictionaries(
+            config_keys,
+            st.one_of(json_scalars, st.lists(st.integers(0, 9), max_size=3), st.sampled_from(["torch.bfloat16", "torch.float32"])),
+            max_size=5,
+        ),
         st.booleans(),
     ),
 )
@@ -142,9 +158,19 @@ MISSING_Y = st.sampled_from(["", "nan", "NaN", " nan ", "-nan", "  "])
 NOT_JSON = st.sampled_from(["{'M': 1}", "{M: 1}", '{"M": 1', "abc", '{"a": NaN}', '{"a": Infinity}', '{"a": 1}}', "[1,"])
 NOT_OBJECT = st.sampled_from(["[1, 2]", "3", '"text"', "true", "[]", "1.5"])
 OTHER_TIMES = st.sampled_from(
-    ["2025-01-01T10:00:00", "2025-01-01 10:00:00Z", "2025-01-01 10:00", "01/02/2025 10:00:00", "2025-01-01",
-     "1735725600", "2025-02-30 10:00:00", "2025-13-01 10:00:00", "2025-1-1 10:00:00", "2025-01-01 10:00:00.123"]
-)  # fmt: skip
+    [
+        "2025-01-01T10:00:00",
+        "2025-01-01 10:00:00Z",
+        "2025-01-01 10:00",
+        "01/02/2025 10:00:00",
+        "2025-01-01",
+        "1735725600",
+        "2025-02-30 10:00:00",
+        "2025-13-01 10:00:00",
+        "2025-1-1 10:00:00",
+        "2025-01-01 10:00:00.123",
+    ]
+)
 INVALID_UTF8 = st.sampled_from([b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\x80abc", b"\xf0\x28\x8c\x28"])
 
 
@@ -155,7 +181,18 @@ def rows(draw) -> Row:
     kind = draw(
         st.sampled_from(
             ["good"] * 6
-            + ["bad_y", "missing_y", "not_json", "not_object", "deep", "huge", "empty_required", "other_time", "field_count", "invalid_utf8"]
+            + [
+                "bad_y",
+                "missing_y",
+                "not_json",
+                "not_object",
+                "deep",
+                "huge",
+                "empty_required",
+                "other_time",
+                "field_count",
+                "invalid_utf8",
+            ]
         )
     )
     v = row.values
@@ -253,7 +290,9 @@ def _line(row: Row, columns: list[str], always_quote: bool) -> bytes:
     encoded = [quote(v, always_quote).encode() for v in values]
     if row.bad_bytes:
         index = row.bad_bytes[0] % len(encoded)
-        encoded[index] = row.bad_bytes[1] + encoded[index] if not encoded[index].startswith(b'"') else b'"' + row.bad_bytes[1] + encoded[index][1:]
+        encoded[index] = (
+            row.bad_bytes[1] + encoded[index] if not encoded[index].startswith(b'"') else b'"' + row.bad_bytes[1] + encoded[index][1:]
+        )
     return b",".join(encoded)
 
 
@@ -271,9 +310,14 @@ def scratch() -> tempfile.TemporaryDirectory:
 
 def stage(warehouse: Path, data: bytes, snapshot: str = "c1", sequence: int = 1) -> ingest.SnapshotMeta:
     ref = SnapshotRef(
-        f"{snapshot}/all_benchmark_data.csv", "generated", "benchmark/data/all_benchmark_data.csv", snapshot,
-        datetime(2025, 1, sequence, tzinfo=timezone.utc), "generated", sequence,
-    )  # fmt: skip
+        f"{snapshot}/all_benchmark_data.csv",
+        "generated",
+        "benchmark/data/all_benchmark_data.csv",
+        snapshot,
+        datetime(2025, 1, sequence, tzinfo=UTC),
+        "generated",
+        sequence,
+    )
     return ingest.stage_snapshot(warehouse, ref, lambda _ref: data, DistinctCache(), ingest_seq=1)
 
 
@@ -446,7 +490,11 @@ def test_broken_quoting_is_quarantined_never_repaired(case):
 
 @pytest.mark.slow
 @settings(PROFILE)
-@given(st.one_of(st.binary(max_size=400), st.text(max_size=400).map(str.encode), csv_files(max_rows=2).map(lambda c: c.data[: len(c.data) // 2])))
+@given(
+    st.one_of(
+        st.binary(max_size=400), st.text(max_size=400).map(str.encode), csv_files(max_rows=2).map(lambda c: c.data[: len(c.data) // 2])
+    )
+)
 def test_any_bytes_end_as_a_snapshot_or_one_clear_rejection(data: bytes):
     with trial("generated input", "arbitrary bytes or a truncated file"), scratch() as folder:
         warehouse = Path(folder)
@@ -484,15 +532,27 @@ def test_empty_and_header_only_files(tmp_path):
 def histories(draw) -> list[list[Row]]:
     """Versions of one file, oldest first, drawn from one pool of rows: rows stay, go, come back."""
     pool = draw(st.lists(rows(), min_size=1, max_size=8))
-    return [[pool[i] for i in draw(st.lists(st.sampled_from(range(len(pool))), unique=True, max_size=8))] for _ in range(draw(st.integers(1, 4)))]
+    return [
+        [pool[i] for i in draw(st.lists(st.sampled_from(range(len(pool))), unique=True, max_size=8))]
+        for _ in range(draw(st.integers(1, 4)))
+    ]
 
 
 def run_key(values: dict[str, str]) -> tuple[str, ...]:
     return tuple(values[c] for c in RUN_KEY_COLUMNS)
 
 
-RUN_KEY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
-                   "extra_benchmark_config_str", "gpu_name", "timestamp")  # fmt: skip
+RUN_KEY_COLUMNS = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "x_name",
+    "x_value",
+    "extra_benchmark_config_str",
+    "gpu_name",
+    "timestamp",
+)
 
 
 @pytest.mark.slow

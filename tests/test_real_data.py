@@ -6,10 +6,7 @@ import polars as pl
 
 from pipelines.lib.resources_export import show_run, write_ndjson
 
-SEED_RUN_ID = (
-    "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/"
-    "batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
-)
+SEED_RUN_ID = "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
 DIGEST_KEYS = ("protocolDigest", "workloadDigest", "environmentDigest", "implementationDigest")
 
 

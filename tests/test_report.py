@@ -228,8 +228,7 @@ def shapes(root: ET.Element) -> list[ET.Element]:
 
 def dots(root: ET.Element, color: str) -> list[list[tuple[float, float]]]:
     """The point markers of one color (round-capped paths of zero-length segments), per path in drawing order."""
-    markers = [p.get("d") for p in root.iter(f"{SVG}path")
-               if p.get("stroke") == color and p.get("stroke-linecap") == "round"]  # fmt: skip
+    markers = [p.get("d") for p in root.iter(f"{SVG}path") if p.get("stroke") == color and p.get("stroke-linecap") == "round"]
     for d in markers:
         assert re.fullmatch(r"(M[-\d.]+ [-\d.]+h0)+", d), d
     return [[(float(x), float(y)) for x, y in re.findall(r"M([-\d.]+) ([-\d.]+)", d)] for d in markers]
@@ -496,11 +495,24 @@ def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -
     from websockets.sync.client import connect
 
     process = subprocess.Popen(
-        [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=1280,900", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            "--window-size=1280,900",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
@@ -597,12 +609,34 @@ def small_rows(timestamp: str, liger_ms: dict[int, str]) -> list[str]:
     for h, liger in liger_ms.items():
         for provider, y in (("liger", liger), ("huggingface", "0.9")):
             for metric, unit in (("speed", "ms"), ("memory", "MB")):
-                rows.append(liger_row(provider=provider, metric=metric, unit=unit, x_value=str(h), y50=y,
-                                      y20=str(float(y) * 0.99), y80=str(float(y) * 1.01), timestamp=timestamp))  # fmt: skip
+                rows.append(
+                    liger_row(
+                        provider=provider,
+                        metric=metric,
+                        unit=unit,
+                        x_value=str(h),
+                        y50=y,
+                        y20=str(float(y) * 0.99),
+                        y80=str(float(y) * 1.01),
+                        timestamp=timestamp,
+                    )
+                )
     for model in ("llama_3_8b", "qwen2.5_7b"):
         for provider, y in (("liger", "1.0"), ("torch", "2.0")):
-            rows.append(liger_row(kernel="cross_entropy", provider=provider, x_name="model_config", x_label="model",
-                                  x_value=model, y50=y, y20=y, y80=y, config='{"B": 1}', timestamp=timestamp))  # fmt: skip
+            rows.append(
+                liger_row(
+                    kernel="cross_entropy",
+                    provider=provider,
+                    x_name="model_config",
+                    x_label="model",
+                    x_value=model,
+                    y50=y,
+                    y20=y,
+                    y80=y,
+                    config='{"B": 1}',
+                    timestamp=timestamp,
+                )
+            )
     rows.append(liger_row(kernel="geglu", y50="", y20="", y80="", timestamp=timestamp))
     return rows
 
@@ -649,10 +683,14 @@ def test_string_x_values_keep_their_order_and_numbers_sort():
 
 def test_a_sweep_chart_draws_each_point_where_its_value_is():
     xs = ["1024", "4096", "65536"]
-    sweep = charts.Sweep("hidden · batch=8", "hidden", [
-        charts.Series("liger", xs, [1.0, 4.0, 100.0], [0.9, 3.8, 95.0], [1.1, 4.2, 105.0], [2.0, 2.0, 1.5]),
-        charts.Series("torch", xs, [2.0, 8.0, 150.0], [None, None, None], [None, None, None], [1.0, 1.0, 1.0]),
-    ])  # fmt: skip
+    sweep = charts.Sweep(
+        "hidden · batch=8",
+        "hidden",
+        [
+            charts.Series("liger", xs, [1.0, 4.0, 100.0], [0.9, 3.8, 95.0], [1.1, 4.2, 105.0], [2.0, 2.0, 1.5]),
+            charts.Series("torch", xs, [2.0, 8.0, 150.0], [None, None, None], [None, None, None], [1.0, 1.0, 1.0]),
+        ],
+    )
     colors = {"liger": "#1f77b4", "torch": "#ff7f0e"}
     root = read_svg(charts.sweep_figure([sweep], "ms", "latency", colors).markup)
     assert_drawn_inside(root)
@@ -673,7 +711,7 @@ def test_a_sweep_chart_draws_each_point_where_its_value_is():
         heights.setdefault(text.text, float(text.get("y")))
     assert heights["1"] - heights["10"] == pytest.approx(heights["10"] - heights["100"], abs=0.2)
     # The ratio panel: liger's 2x above torch's 1x, which lies on the dashed baseline.
-    assert all(l[1] < t[1] for l, t in zip(liger_ratios, torch_ratios, strict=True))
+    assert all(li[1] < to[1] for li, to in zip(liger_ratios, torch_ratios, strict=True))
     [baseline] = [path_points(p.get("d")) for p in root.iter(f"{SVG}path") if p.get("stroke-dasharray")]
     assert {y for _, y in torch_ratios} == {baseline[0][1]}
     # The p20-p80 band: a closed, translucent shape in liger's color; none for torch, which has no band.
@@ -682,9 +720,13 @@ def test_a_sweep_chart_draws_each_point_where_its_value_is():
 
 
 def test_a_narrow_sweep_gets_a_linear_axis_and_named_categories_their_order():
-    sweep = charts.Sweep("model", "model", [
-        charts.Series("liger", ["llama_3_8b", "qwen2.5_7b"], [1.0, 1.5], [None, None], [None, None], [2.0, 1.0]),
-    ])  # fmt: skip
+    sweep = charts.Sweep(
+        "model",
+        "model",
+        [
+            charts.Series("liger", ["llama_3_8b", "qwen2.5_7b"], [1.0, 1.5], [None, None], [None, None], [2.0, 1.0]),
+        ],
+    )
     root = read_svg(charts.sweep_figure([sweep], "ms", "latency", {"liger": "#1f77b4"}).markup)
     texts = svg_texts(root)
     labels = [float(t) for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
@@ -711,9 +753,11 @@ def test_names_from_the_data_are_escaped_in_every_picture():
 
 
 def test_heat_maps_color_each_cell_by_its_ratio():
-    cells = [charts.HeatCell("rms_norm · full vs torch", "liger", 4.0, 5, 0),
-             charts.HeatCell("rms_norm · full vs torch", "liger_triton", 0.25, 0, 5),
-             charts.HeatCell("softmax · full vs torch", "liger", 1.0, 1, 1)]  # fmt: skip
+    cells = [
+        charts.HeatCell("rms_norm · full vs torch", "liger", 4.0, 5, 0),
+        charts.HeatCell("rms_norm · full vs torch", "liger_triton", 0.25, 0, 5),
+        charts.HeatCell("softmax · full vs torch", "liger", 1.0, 1, 1),
+    ]
     root = read_svg(charts.scorecard_heatmap(cells, "title").markup)
     texts = svg_texts(root)
     assert {"4.00  5/0", "0.25  0/5", "1.00  1/1", "liger", "liger_triton", "softmax · full vs torch"} <= set(texts)
@@ -724,8 +768,7 @@ def test_heat_maps_color_each_cell_by_its_ratio():
 
 
 def test_the_changes_timeline_marks_each_change_by_its_verdict():
-    times = [dt.datetime(2025, 1, 5, tzinfo=dt.UTC), dt.datetime(2025, 6, 1, tzinfo=dt.UTC),
-             dt.datetime(2025, 3, 1, tzinfo=dt.UTC)]  # fmt: skip
+    times = [dt.datetime(2025, 1, 5, tzinfo=dt.UTC), dt.datetime(2025, 6, 1, tzinfo=dt.UTC), dt.datetime(2025, 3, 1, tzinfo=dt.UTC)]
     root = read_svg(charts.changes_timeline(times, [2.0, 0.5, 1.5], ["improved", "regressed", "improved"]).markup)
     texts = svg_texts(root)
     assert {"improved (2)", "regressed (1)", "2025-02", "2025-04", "2025-06", "1x", "2x", "0.5x"} <= set(texts)

@@ -115,10 +115,16 @@ def test_hostile_data_is_only_data(upstream_repo, tmp_path, monkeypatch, capsys)
     """Every asset materializes a history whose values and file name are shell, SQL and path
     injections; they come back verbatim from Parquet and DuckDB and nothing else happens."""
     rows = [
-        liger_row(kernel=HOSTILE["kernel"], provider=HOSTILE["provider"], gpu=HOSTILE["gpu"],
-                  x_label=HOSTILE["x_label"], version=HOSTILE["version"], config=HOSTILE["config"]),
+        liger_row(
+            kernel=HOSTILE["kernel"],
+            provider=HOSTILE["provider"],
+            gpu=HOSTILE["gpu"],
+            x_label=HOSTILE["x_label"],
+            version=HOSTILE["version"],
+            config=HOSTILE["config"],
+        ),
         liger_row(provider="huggingface", gpu=HOSTILE["gpu"], y50="0.9", y20="0.8", y80="1"),
-    ]  # fmt: skip
+    ]
     upstream_repo.commit({DATA: liger_csv(*rows), HOSTILE_FILE: liger_csv(*rows)}, "hostile values")
     warehouse = tmp_path / "warehouse"
     for name, value in {"WAREHOUSE_DIR": warehouse, "LIGER_SOURCE": upstream_repo.path, "LIGER_CACHE_DIR": tmp_path / "cache"}.items():
@@ -138,8 +144,12 @@ def test_hostile_data_is_only_data(upstream_repo, tmp_path, monkeypatch, capsys)
         assert runs.height == 2
         hostile = runs.filter(pl.col("kernel") == HOSTILE["kernel"]).row(0, named=True)
         assert (hostile["provider"], hostile["gpu_name"], hostile["x_label"], hostile["liger_version"], hostile["raw_config"]) == (
-            HOSTILE["provider"], HOSTILE["gpu"], HOSTILE["x_label"], HOSTILE["version"], HOSTILE["config"],
-        )  # fmt: skip
+            HOSTILE["provider"],
+            HOSTILE["gpu"],
+            HOSTILE["x_label"],
+            HOSTILE["version"],
+            HOSTILE["config"],
+        )
         assert set(pl.read_parquet(warehouse / "snapshots.parquet")["source_file"]) == {DATA, HOSTILE_FILE}
 
         query = "SELECT provider, gpu_name FROM runs WHERE kernel = '../../../../tmp/pwned-by-liger-test'"
@@ -201,7 +211,13 @@ def test_sql_command_opens_the_warehouse_read_only(small_database, tmp_path, cap
 
 
 def test_sql_command_still_answers_queries(small_database, capsys):
-    for query in ("SELECT count(*) FROM runs", "WITH r AS (SELECT * FROM runs) SELECT count(*) FROM r", "DESCRIBE runs",
-                  "SHOW TABLES", "EXPLAIN SELECT * FROM runs", "FROM snapshots SELECT row_count"):  # fmt: skip
+    for query in (
+        "SELECT count(*) FROM runs",
+        "WITH r AS (SELECT * FROM runs) SELECT count(*) FROM r",
+        "DESCRIBE runs",
+        "SHOW TABLES",
+        "EXPLAIN SELECT * FROM runs",
+        "FROM snapshots SELECT row_count",
+    ):
         assert main(["sql", "--warehouse-dir", str(small_database), query]) == 0, capsys.readouterr().err
     assert os.access(warehouse_db.database_path(small_database), os.R_OK)

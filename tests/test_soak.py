@@ -112,7 +112,13 @@ def test_thirty_days_of_unattended_ingest(upstream_repo, tmp_path, monkeypatch):
     upstream = Upstream(upstream_repo, rng)
     home = instance_home(tmp_path)
     warehouse, cache = tmp_path / "warehouse", tmp_path / "cache"
-    env = {**os.environ, "DAGSTER_HOME": str(home), "WAREHOUSE_DIR": str(warehouse), "LIGER_SOURCE": str(upstream_repo.path), "LIGER_CACHE_DIR": str(cache)}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "WAREHOUSE_DIR": str(warehouse),
+        "LIGER_SOURCE": str(upstream_repo.path),
+        "LIGER_CACHE_DIR": str(cache),
+    }
     for name in ("DAGSTER_HOME", "WAREHOUSE_DIR", "LIGER_SOURCE", "LIGER_CACHE_DIR"):
         monkeypatch.setenv(name, env[name])
     monkeypatch.chdir(tmp_path)
@@ -171,5 +177,7 @@ def test_thirty_days_of_unattended_ingest(upstream_repo, tmp_path, monkeypatch):
     left = [r.dagster_run.run_id for r in records if r.dagster_run.status in IN_PROGRESS]
     assert not left, f"runs left in progress or queued: {left}"
     statuses = [r.dagster_run.status.value for r in records]
-    journal.append(f"instance: {len(records)} runs, {statuses.count('SUCCESS')} succeeded, {statuses.count('FAILURE')} failed, none in progress")
+    journal.append(
+        f"instance: {len(records)} runs, {statuses.count('SUCCESS')} succeeded, {statuses.count('FAILURE')} failed, none in progress"
+    )
     print("\n".join(journal))

@@ -139,7 +139,9 @@ def test_accepted_sources(source, kind):
     assert classify(source) == kind
 
 
-@pytest.mark.parametrize("source", ["ext::sh -c touch% /tmp/pwned", "fd::3", "ftp://example.invalid/a.csv", "--upload-pack=touch /tmp/x", ""])
+@pytest.mark.parametrize(
+    "source", ["ext::sh -c touch% /tmp/pwned", "fd::3", "ftp://example.invalid/a.csv", "--upload-pack=touch /tmp/x", ""]
+)
 def test_refused_sources(source):
     with pytest.raises(SourceError):
         classify(source)

@@ -250,8 +250,7 @@ def test_statistics_do_not_depend_on_the_order_of_runs(tmp_path: Path, monkeypat
 
 def test_run_noise_is_a_view_of_runs(warehouse_dir: Path) -> None:
     kinds = {
-        row["table_name"]: row["table_type"]
-        for row in rows(warehouse_dir, "SELECT table_name, table_type FROM information_schema.tables")
+        row["table_name"]: row["table_type"] for row in rows(warehouse_dir, "SELECT table_name, table_type FROM information_schema.tables")
     }
     assert kinds["run_noise"] == "VIEW"
     assert {kinds[name] for name in warehouse_db.STATISTICS if name != "run_noise"} == {"BASE TABLE"}
@@ -422,9 +421,17 @@ def test_version_changes_verdicts(warehouse_dir: Path) -> None:
     changes = {row["run_id"]: row for row in found}
     # SPEC's columns, nothing more: the rest of a run is a join on run_id away.
     assert list(found[0]) == [
-        "group_id", "provider", "run_id", "previous_run_id", "liger_version", "previous_liger_version",
-        "value", "previous_value", "ratio", "verdict",
-    ]  # fmt: skip
+        "group_id",
+        "provider",
+        "run_id",
+        "previous_run_id",
+        "liger_version",
+        "previous_liger_version",
+        "value",
+        "previous_value",
+        "ratio",
+        "verdict",
+    ]
     # First runs of a provider have no row; the failed a-liger-3 is not a run here.
     assert set(changes) == {"a-hf-2", "a-torch-1", "a-liger-2a", "a-liger-2b"}
     hf = changes["a-hf-2"]
@@ -488,9 +495,7 @@ def test_sign_test(warehouse_dir: Path, better: int, worse: int, expected: float
 
 def test_checks_pass_on_consistent_statistics(warehouse_dir: Path) -> None:
     outcomes = warehouse_db.run_checks(warehouse_dir)
-    assert {(o.check, o.table) for o in outcomes} == {
-        (check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables
-    }
+    assert {(o.check, o.table) for o in outcomes} == {(check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables}
     assert all(o.passed for o in outcomes), [o for o in outcomes if not o.passed]
 
 
@@ -550,9 +555,7 @@ def cli(*argv: str) -> argparse.Namespace:
 
 
 def test_compare_command_prints_workload_blocks(warehouse_dir: Path, capsys: pytest.CaptureFixture) -> None:
-    args = cli(
-        "compare", "--kernel", "swiglu", "--gpu", "H100", "--metric", "speed", "--warehouse-dir", str(warehouse_dir)
-    )
+    args = cli("compare", "--kernel", "swiglu", "--gpu", "H100", "--metric", "speed", "--warehouse-dir", str(warehouse_dir))
     assert args.func(args) == 0
     out = capsys.readouterr().out
     header, *blocks = out.split("\n\n")
@@ -572,10 +575,7 @@ def test_compare_command_suggests_gpus(warehouse_dir: Path, capsys: pytest.Captu
 
 
 def test_sql_command_formats(warehouse_dir: Path, capsys: pytest.CaptureFixture) -> None:
-    query = (
-        "SELECT provider, ratio, separated FROM provider_comparisons"
-        " WHERE run_id IN ('a-liger-2b', 'c-liger') ORDER BY run_id"
-    )
+    query = "SELECT provider, ratio, separated FROM provider_comparisons WHERE run_id IN ('a-liger-2b', 'c-liger') ORDER BY run_id"
     args = cli("sql", query, "--warehouse-dir", str(warehouse_dir))
     assert args.func(args) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -603,9 +603,7 @@ def test_sql_command_reports_errors(warehouse_dir: Path, capsys: pytest.CaptureF
 
 def test_table_format_caps_rows() -> None:
     result = warehouse_db.Result(columns=["n"], types=["INTEGER"], rows=[(i,) for i in range(5)])
-    assert cli_queries.format_table(result, max_rows=2).splitlines()[-1] == (
-        "(5 rows, 3 not shown: raise --max-rows or use --format csv)"
-    )
+    assert cli_queries.format_table(result, max_rows=2).splitlines()[-1] == ("(5 rows, 3 not shown: raise --max-rows or use --format csv)")
 
 
 # --- readers never block a build -------------------------------------------------------------
@@ -685,14 +683,9 @@ def test_statistics_assets_materialize_with_checks(tmp_path: Path) -> None:
     )
     result = dg.materialize([statistics], resources={"warehouse": resource}, instance=dg.DagsterInstance.ephemeral())
     assert result.success
-    materialized = {
-        event.asset_key.to_user_string(): event.materialization.metadata
-        for event in result.get_asset_materialization_events()
-    }
+    materialized = {event.asset_key.to_user_string(): event.materialization.metadata for event in result.get_asset_materialization_events()}
     assert set(materialized) == set(warehouse_db.STATISTICS)
-    assert materialized["provider_comparisons"]["dagster/row_count"].value == len(
-        rows(tmp_path, "SELECT * FROM provider_comparisons")
-    )
+    assert materialized["provider_comparisons"]["dagster/row_count"].value == len(rows(tmp_path, "SELECT * FROM provider_comparisons"))
     schema = materialized["kernel_scorecard"]["dagster/column_schema"].schema
     assert {"geomean_ratio", "wins", "losses", "draws"} <= {column.name for column in schema.columns}
     preview = materialized["provider_comparisons"]["preview"].value

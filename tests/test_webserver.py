@@ -152,8 +152,12 @@ def test_ui_materializes_everything_through_graphql(upstream_repo, tmp_path):
     with open(log, "wb") as output:
         process = subprocess.Popen(
             [str(dg), "dev", "--host", HOST, "--port", str(port)],
-            cwd=settings.PROJECT_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            cwd=settings.PROJECT_ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     dagster = Dagster(port, log)
     try:
         dagster.wait_until_serving(process)
@@ -163,17 +167,17 @@ def test_ui_materializes_everything_through_graphql(upstream_repo, tmp_path):
         assert {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]} == {"upstream_data_sensor": "RUNNING"}
         [schedule] = repository["schedules"]
         assert (schedule["cronSchedule"], schedule["executionTimezone"], schedule["scheduleState"]["status"]) == (
-            "0 6 * * *", "UTC", "RUNNING",
-        )  # fmt: skip
+            "0 6 * * *",
+            "UTC",
+            "RUNNING",
+        )
 
         nodes = state["assetNodes"]
         assert {n["groupName"] for n in nodes} == {"source", "tables", "statistics", "exports"}
         assert all(n["description"] for n in nodes)
         assets = [{"path": n["assetKey"]["path"]} for n in nodes if n["isExecutable"]]
         checks = [
-            {"assetKey": {"path": n["assetKey"]["path"]}, "name": c["name"]}
-            for n in nodes
-            for c in n["assetChecksOrError"]["checks"]
+            {"assetKey": {"path": n["assetKey"]["path"]}, "name": c["name"]} for n in nodes for c in n["assetChecksOrError"]["checks"]
         ]
         assert any(c["blocking"] for n in nodes for c in n["assetChecksOrError"]["checks"])
 

@@ -24,7 +24,7 @@ def test_empty_or_null_config_is_empty_object(text):
 
 @pytest.mark.parametrize(
     ("text", "fragment"),
-    [("[1, 2]", "JSON list, not an object"), ('"x"', "JSON str"), ("{B: 1}", "not valid JSON"), ("{\"a\": NaN}", "not valid JSON")],
+    [("[1, 2]", "JSON list, not an object"), ('"x"', "JSON str"), ("{B: 1}", "not valid JSON"), ('{"a": NaN}', "not valid JSON")],
 )
 def test_config_that_is_not_an_object_is_refused(text, fragment):
     with pytest.raises(ConfigError, match=fragment):
@@ -39,8 +39,16 @@ def test_mode_sweep_dim_and_null_keys_are_dropped():
 def test_aliases_rename_every_listed_raw_key():
     config = '{"bsz": 2, "seq_len": 3, "hidden_size": 4, "vocab_size": 5, "BT": 6, "intermediate_dim": 7, "num_attention_heads": 8, "num_key_value_heads": 9}'
     assert params(config, "X", "1") == {
-        "batch": 2, "seq": 3, "hidden": 4, "vocab": 5, "tokens": 6, "intermediate": 7, "q_heads": 8, "kv_heads": 9, "X": 1,
-    }  # fmt: skip
+        "batch": 2,
+        "seq": 3,
+        "hidden": 4,
+        "vocab": 5,
+        "tokens": 6,
+        "intermediate": 7,
+        "q_heads": 8,
+        "kv_heads": 9,
+        "X": 1,
+    }
 
 
 def test_alias_clash_first_listed_wins_and_loser_keeps_raw_name():
@@ -70,9 +78,15 @@ def test_x_value_types(text, value):
 
 @pytest.mark.parametrize(
     ("raw", "short"),
-    [("torch.bfloat16", "bf16"), ("torch.float16", "fp16"), ("torch.float32", "fp32"), ("torch.float64", "fp64"),
-     ("torch.int8", "int8"), ("float32", "float32")],
-)  # fmt: skip
+    [
+        ("torch.bfloat16", "bf16"),
+        ("torch.float16", "fp16"),
+        ("torch.float32", "fp32"),
+        ("torch.float64", "fp64"),
+        ("torch.int8", "int8"),
+        ("float32", "float32"),
+    ],
+)
 def test_dtype_names(raw, short):
     assert workload_params({"dtype": raw}, "H", "1")["dtype"] == short
 
@@ -107,9 +121,16 @@ def test_slug_rules():
 
 
 def test_run_id_and_display_name():
-    rid = run_id("fused_linear_cpo_loss/full", "huggingface", "NVIDIA A100-SXM4-80GB",
-                 "batch4-hidden4096-seq1024-vocab128256-bf16", "2024-11-14 16:56:30")  # fmt: skip
-    assert rid == "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
+    rid = run_id(
+        "fused_linear_cpo_loss/full",
+        "huggingface",
+        "NVIDIA A100-SXM4-80GB",
+        "batch4-hidden4096-seq1024-vocab128256-bf16",
+        "2024-11-14 16:56:30",
+    )
+    assert (
+        rid == "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
+    )
     name = display_name("fused_linear_cpo_loss/full", "huggingface", "NVIDIA A100-SXM4-80GB", "batch4-hidden4096-seq1024-vocab128256-bf16")
     assert name == "liger-fused-linear-cpo-loss-full-huggingface-nvidia-a100-sxm4-80gb-batch4-hidden4096-seq1024-vocab12"
     assert len(name) == 100

@@ -54,9 +54,8 @@ def selected_runs(runs: pl.DataFrame) -> pl.DataFrame:
 def documents(runs: pl.DataFrame, measurements: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """GPU name -> BMF document. Passed runs always have their median, so every measure has `value`."""
     chosen = selected_runs(runs)
-    measured = (
-        measurements.join(chosen, on="run_id", how="inner")
-        .filter(pl.col("statistic").is_in(list(BOUNDS)) & pl.col("value").is_not_null())
+    measured = measurements.join(chosen, on="run_id", how="inner").filter(
+        pl.col("statistic").is_in(list(BOUNDS)) & pl.col("value").is_not_null()
     )
     result: dict[str, dict[str, Any]] = {gpu: {} for gpu in sorted(chosen["gpu_name"].unique().to_list())}
     for row in measured.iter_rows(named=True):

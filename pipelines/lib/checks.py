@@ -47,9 +47,7 @@ def quantiles_ordered(warehouse: Path) -> CheckOutcome:
         (pl.col("p20").is_not_null() & (pl.col("p20") > pl.col("value")))
         | (pl.col("p80").is_not_null() & (pl.col("value") > pl.col("p80")))
     )
-    return CheckOutcome(
-        bad.is_empty(), f"{bad.height} passed runs break p20 <= p50 <= p80", {"examples": bad["run_id"].head(5).to_list()}
-    )
+    return CheckOutcome(bad.is_empty(), f"{bad.height} passed runs break p20 <= p50 <= p80", {"examples": bad["run_id"].head(5).to_list()})
 
 
 def snapshot_accounting(warehouse: Path) -> CheckOutcome:
@@ -57,8 +55,10 @@ def snapshot_accounting(warehouse: Path) -> CheckOutcome:
     snaps = _read(warehouse, "snapshots")
     mapped = _read(warehouse, "run_snapshots").group_by("snapshot_id").agg(pl.len().alias("mapped"))
     held = _read(warehouse, "quarantine").group_by("snapshot_id").agg(pl.len().alias("held"))
-    joined = snaps.join(mapped, on="snapshot_id", how="left").join(held, on="snapshot_id", how="left").with_columns(
-        pl.col("mapped").fill_null(0), pl.col("held").fill_null(0)
+    joined = (
+        snaps.join(mapped, on="snapshot_id", how="left")
+        .join(held, on="snapshot_id", how="left")
+        .with_columns(pl.col("mapped").fill_null(0), pl.col("held").fill_null(0))
     )
     bad = joined.filter(
         (pl.col("row_count") != pl.col("accepted") + pl.col("quarantined"))

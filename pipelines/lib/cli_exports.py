@@ -67,6 +67,8 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> None:
         help="write one Bencher Metric Format file per GPU",
         description="Write the latest passed runs as Bencher Metric Format JSON, one file per GPU (testbed).",
     )
-    bmf_parser.add_argument("--out", help="a folder (default: WAREHOUSE_DIR/exports/bmf); its .json files are replaced "
-        "and those of GPUs no longer present removed")
+    bmf_parser.add_argument(
+        "--out",
+        help="a folder (default: WAREHOUSE_DIR/exports/bmf); its .json files are replaced and those of GPUs no longer present removed",
+    )
     bmf_parser.set_defaults(func=export_bmf)

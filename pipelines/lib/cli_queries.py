@@ -61,9 +61,7 @@ def format_table(result: Result, max_rows: int | None = None, right: Sequence[bo
     numeric = right or [any(_is_number(row[i]) for row in shown) for i in range(len(result.columns))]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.rjust(w) if right else v.ljust(w) for v, w, right in zip(values, widths, numeric, strict=True)
-        ).rstrip()
+        return "  ".join(v.rjust(w) if right else v.ljust(w) for v, w, right in zip(values, widths, numeric, strict=True)).rstrip()
 
     lines = [line(result.columns), line(["-" * w for w in widths])]
     lines += [line(row) for row in cells]
@@ -151,12 +149,8 @@ def add_sql_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         ),
     )
     parser.add_argument("query", nargs="?", default="-", help="the SQL text; '-' or nothing reads it from stdin")
-    parser.add_argument(
-        "--format", "-f", choices=sorted(FORMATS), default="table", help="output format (default: table)"
-    )
-    parser.add_argument(
-        "--max-rows", type=row_count, default=100, help="rows shown by --format table, 0 for all (default: 100)"
-    )
+    parser.add_argument("--format", "-f", choices=sorted(FORMATS), default="table", help="output format (default: table)")
+    parser.add_argument("--max-rows", type=row_count, default=100, help="rows shown by --format table, 0 for all (default: 100)")
     _add_warehouse_dir(parser)
     parser.set_defaults(func=run_sql)
     return parser
@@ -189,9 +183,7 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     parser.add_argument("--gpu", required=True, help='GPU name as in the data, e.g. "NVIDIA A100-SXM4-80GB"')
     parser.add_argument("--pass", dest="pass_", help="full, forward, backward or no-grad-forward")
     parser.add_argument("--metric", help="speed or memory")
-    parser.add_argument(
-        "--provider", dest="providers", action="append", help="keep this provider (repeatable); baselines stay"
-    )
+    parser.add_argument("--provider", dest="providers", action="append", help="keep this provider (repeatable); baselines stay")
     _add_warehouse_dir(parser)
     parser.set_defaults(func=run_compare)
     return parser
@@ -199,9 +191,7 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def run_compare(args: argparse.Namespace) -> int:
     warehouse_dir = _warehouse_dir(args)
-    rows = warehouse_db.compare(
-        warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers
-    )
+    rows = warehouse_db.compare(warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers)
     gpus = [] if rows else warehouse_db.gpus_for_kernel(warehouse_dir, args.kernel)
     if not rows:
         hint = f"; GPUs with {args.kernel}: {', '.join(gpus)}" if gpus else f"; no passed runs of {args.kernel} at all"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pipelines.lib.canonical import prefixed, slug
@@ -42,10 +42,7 @@ def protocol(metric: str, pass_: str) -> dict[str, Any]:
         name = f"liger-bench-do-bench-{slug(pass_)}"
         title = f"Liger benchmark harness · {pass_} pass"
         measurement = {"timer": "cuda_events", "primaryStatistic": "median"}
-        notes = (
-            f"Timed: {pass_what(pass_)}, via triton.testing.do_bench with quantiles 0.5/0.2/0.8 "
-            f"(median with p20/p80 spread). {CAVEAT}"
-        )
+        notes = f"Timed: {pass_what(pass_)}, via triton.testing.do_bench with quantiles 0.5/0.2/0.8 (median with p20/p80 spread). {CAVEAT}"
     elif metric == "memory":
         name = f"liger-bench-peak-memory-{slug(pass_)}"
         title = f"Liger benchmark harness · {pass_} pass · peak memory"
@@ -90,7 +87,7 @@ def _number(value: float | None, integral: bool) -> float | int | None:
 
 
 def observed_at_text(observed_at: datetime) -> str:
-    utc = observed_at.astimezone(timezone.utc) if observed_at.tzinfo else observed_at
+    utc = observed_at.astimezone(UTC) if observed_at.tzinfo else observed_at
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 

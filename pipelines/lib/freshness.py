@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from pipelines.lib import store
 
@@ -41,9 +42,7 @@ def fingerprint(inputs: list[Path], code: list[ModuleType]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def rebuild_if_stale(
-    stamp: Path, key: str, outputs: Callable[[Any], list[Path]], build: Callable[[], Any]
-) -> tuple[bool, Any]:
+def rebuild_if_stale(stamp: Path, key: str, outputs: Callable[[Any], list[Path]], build: Callable[[], Any]) -> tuple[bool, Any]:
     """(built, result): `build()` unless `stamp` records `key` and every output of its result exists.
 
     `outputs(result)` names the files a build wrote. The stamp is written after the build,

@@ -10,10 +10,10 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 
@@ -32,9 +32,20 @@ NORMALIZER_VERSION = 4
 STAGING = "_staging"
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
-    "run_id", "name", "group_id", "value", "p20", "p80", "raw_p20", "raw_p50", "raw_p80",
-    "raw_y_value_50", "raw_y_value_20", "raw_y_value_80", "row_number",
-)  # fmt: skip
+    "run_id",
+    "name",
+    "group_id",
+    "value",
+    "p20",
+    "p80",
+    "raw_p20",
+    "raw_p50",
+    "raw_p80",
+    "raw_y_value_50",
+    "raw_y_value_20",
+    "raw_y_value_80",
+    "row_number",
+)
 META = "meta.json"
 # The workload answers (normalize.DistinctCache.workloads) of a snapshot's configs, which the assembly
 # joins back to its runs instead of computing them again.
@@ -195,7 +206,13 @@ def _content_sha256(data: bytes | Path) -> str:
 
 
 def _write_parts(
-    data: bytes | Path, header: Header, ref: SnapshotRef, folder: Path, cache: DistinctCache, careful: bool, rejected: str | None,
+    data: bytes | Path,
+    header: Header,
+    ref: SnapshotRef,
+    folder: Path,
+    cache: DistinctCache,
+    careful: bool,
+    rejected: str | None,
     layout: Layout,
 ) -> tuple[int, int, int]:
     """Normalize every chunk into folder/rows-N.parquet and quarantine-N.parquet; (rows, accepted, quarantined).
@@ -227,7 +244,12 @@ def _write_parts(
 def _rejected_rows(records: pl.DataFrame, header: Header, snapshot_id: str, reason: str) -> pl.DataFrame:
     raws = [raw_line(fields, raw) for fields, raw in zip(records.select(header.columns).iter_rows(), records["_raw"])]
     return pl.DataFrame(
-        {"snapshot_id": [snapshot_id] * records.height, "row_number": records["row_number"], "raw": raws, "reason": [reason] * records.height},
+        {
+            "snapshot_id": [snapshot_id] * records.height,
+            "row_number": records["row_number"],
+            "raw": raws,
+            "reason": [reason] * records.height,
+        },
         schema=QUARANTINE,
     )
 

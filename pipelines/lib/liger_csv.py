@@ -92,10 +92,15 @@ def _table(warehouse: Path, name: str) -> pl.LazyFrame:
 
 def _snapshot(row: dict) -> Snapshot:
     return Snapshot(
-        row["snapshot_id"], row["source_file"], tuple(json.loads(row["header"] or "[]")), row["row_count"],
-        content_sha256=row.get("content_sha256"), bom=bool(row.get("bom")), line_end=row.get("line_end") or "\r\n",
+        row["snapshot_id"],
+        row["source_file"],
+        tuple(json.loads(row["header"] or "[]")),
+        row["row_count"],
+        content_sha256=row.get("content_sha256"),
+        bom=bool(row.get("bom")),
+        line_end=row.get("line_end") or "\r\n",
         layout=json.loads(row["layout"]) if row.get("layout") else None,
-    )  # fmt: skip
+    )
 
 
 def latest_snapshots(warehouse: Path) -> list[Snapshot]:
@@ -124,9 +129,12 @@ def resolve_snapshot(warehouse: Path, snapshot: str, file: str | None = None) ->
 def _accepted_rows(warehouse: Path, snapshot_id: str) -> pl.DataFrame:
     placed = _table(warehouse, "run_snapshots").filter(pl.col("snapshot_id") == snapshot_id).select("run_id", "row_number")
     runs = _table(warehouse, "runs").select(
-        "run_id", *TEXT_FIELDS.values(), "extra_columns",
-        *[f"raw_{column}" for column in STATISTICS], *[f"raw_{stat}" for stat in STATISTICS.values()],
-    )  # fmt: skip
+        "run_id",
+        *TEXT_FIELDS.values(),
+        "extra_columns",
+        *[f"raw_{column}" for column in STATISTICS],
+        *[f"raw_{stat}" for stat in STATISTICS.values()],
+    )
     measured = (
         _table(warehouse, "measurements")
         .join(placed.select("run_id"), on="run_id", how="semi")

@@ -7,14 +7,12 @@ import sys
 
 import dagster as dg
 
-
 # Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
 CONSOLE_INFO = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
 def materialize_all() -> int:
     from pipelines.definitions import defs
-
     from pipelines.run_health import fail_dead_runs, worker_tags
 
     definitions = defs()

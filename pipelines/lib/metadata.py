@@ -30,8 +30,9 @@ def markdown_preview(frame: pl.DataFrame, columns: list[str] | None = None, rows
     return markdown_table(shown.columns, shown.iter_rows())
 
 
-def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], cell: Callable[[Any], str] | None = None,
-                   width: int = CELL_MAX) -> str:  # fmt: skip
+def markdown_table(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], cell: Callable[[Any], str] | None = None, width: int = CELL_MAX
+) -> str:
     """A markdown table of `rows`, each value written by `cell` (`str`, None as empty) and cut to `width`."""
     write = cell or (lambda value: "" if value is None else str(value))
 

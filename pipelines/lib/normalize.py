@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import polars as pl
 
@@ -44,7 +44,9 @@ class Lookup:
     also remembers which of its answers were asked for since `used` was last cleared.
     """
 
-    def __init__(self, keys: list[str], schema: dict[str, pl.DataType], compute: Callable[[pl.DataFrame], pl.DataFrame], track: bool = False):
+    def __init__(
+        self, keys: list[str], schema: dict[str, pl.DataType], compute: Callable[[pl.DataFrame], pl.DataFrame], track: bool = False
+    ):
         self.keys = keys
         self.compute = compute
         self.known = pl.DataFrame(schema={**{k: pl.String for k in keys}, **schema})
@@ -226,12 +228,10 @@ def _with_y_numbers(frame: pl.DataFrame) -> pl.DataFrame:
     """`raw_p{q}` for each y field, and whether it is missing (`_y_missing(q)`), which the problems ask again."""
     frame = frame.with_columns(pl.col(c).str.strip_chars().alias(_y_text(q)) for q, c in Y_COLUMNS.items())
     frame = frame.with_columns(
-        (pl.col(_y_text(q)).is_null() | pl.col(_y_text(q)).str.to_lowercase().is_in(MISSING_Y)).alias(_y_missing(q))
-        for q in Y_COLUMNS
+        (pl.col(_y_text(q)).is_null() | pl.col(_y_text(q)).str.to_lowercase().is_in(MISSING_Y)).alias(_y_missing(q)) for q in Y_COLUMNS
     )
     return frame.with_columns(
-        pl.when(_y_missing(q)).then(None).otherwise(pl.col(_y_text(q)).cast(pl.Float64, strict=False)).alias(f"raw_p{q}")
-        for q in Y_COLUMNS
+        pl.when(_y_missing(q)).then(None).otherwise(pl.col(_y_text(q)).cast(pl.Float64, strict=False)).alias(f"raw_p{q}") for q in Y_COLUMNS
     )
 
 
@@ -242,8 +242,10 @@ def _blank(column: str) -> pl.Expr:
 def _problems() -> list[tuple[pl.Expr, pl.Expr]]:
     """(whether a row has it, what the reason says) for each way a row fails; the y columns are parsed already."""
     empty = pl.concat_str([pl.when(_blank(c)).then(pl.lit(c)) for c in REQUIRED_VALUES], separator=", ", ignore_nulls=True)
-    bad_time = pl.col("timestamp").is_not_null() & (pl.col("timestamp") != "") & (
-        ~pl.col("timestamp").str.contains(TIMESTAMP_PATTERN) | pl.col("_observed_at").is_null()
+    bad_time = (
+        pl.col("timestamp").is_not_null()
+        & (pl.col("timestamp") != "")
+        & (~pl.col("timestamp").str.contains(TIMESTAMP_PATTERN) | pl.col("_observed_at").is_null())
     )
     problems = [
         (pl.any_horizontal([_blank(c) for c in REQUIRED_VALUES]), pl.format("required field(s) empty: {}", empty)),
@@ -287,9 +289,7 @@ def normalize(
     snapshot_id: str,
     cache: DistinctCache,
 ) -> Normalized:
-    frame = records.with_columns(
-        [pl.lit(None, pl.String).alias(c) for c in LIGER_COLUMNS if c not in header.columns]
-    )
+    frame = records.with_columns([pl.lit(None, pl.String).alias(c) for c in LIGER_COLUMNS if c not in header.columns])
     extra = [c for c in header.columns if c not in LIGER_COLUMNS]
     frame = frame.with_columns(
         (pl.struct(extra).struct.json_encode() if extra else pl.lit(None, pl.String)).alias("extra_columns"),
@@ -298,9 +298,7 @@ def normalize(
         .dt.replace_time_zone("UTC")
         .alias("_observed_at"),
     )
-    frame = cache.workloads.attach(
-        frame.with_columns(pl.col("extra_benchmark_config_str", "x_name", "x_value").fill_null(""))
-    )
+    frame = cache.workloads.attach(frame.with_columns(pl.col("extra_benchmark_config_str", "x_name", "x_value").fill_null("")))
     frame = _with_y_numbers(frame)
     frame = frame.with_columns(_is_bad())
 
@@ -346,9 +344,7 @@ def _run_rows(good: pl.DataFrame, snapshot_id: str, cache: DistinctCache) -> pl.
         raw = pl.col(f"raw_p{q}")
         return pl.when(pl.col("_factor").is_null()).then(raw).otherwise((raw * pl.col("_factor")).round(0))
 
-    good = good.with_columns(
-        factor.otherwise(pl.lit(None, pl.Float64)).alias("_factor"), unit.otherwise(pl.col("raw_unit")).alias("unit")
-    )
+    good = good.with_columns(factor.otherwise(pl.lit(None, pl.Float64)).alias("_factor"), unit.otherwise(pl.col("raw_unit")).alias("unit"))
     # An accepted row's timestamp matches TIMESTAMP_PATTERN; in 19 bytes its digits are ASCII, so its only
     # other characters are `-`, ` ` and `:`, one at a time: what the slug's regex would turn into `-`.
     stamp = pl.col("raw_timestamp")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 import pyarrow as pa
@@ -311,7 +311,9 @@ def _parse_block(block: bytes, header: Header, first: bool) -> pa.Table:
         quoted_strings_can_be_null=False,
     )
     try:
-        table = pacsv.read_csv(pa.BufferReader(block), read_options=read_options, parse_options=parse_options, convert_options=convert_options)
+        table = pacsv.read_csv(
+            pa.BufferReader(block), read_options=read_options, parse_options=parse_options, convert_options=convert_options
+        )
     except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError):
         raise FastPathRefused() from None
     if tuple(table.schema.names) != header.columns:
@@ -365,7 +367,7 @@ class _Lines:
         self._lines = io.StringIO(text, newline="")
         self.taken: list[str] = []
 
-    def __iter__(self) -> "_Lines":
+    def __iter__(self) -> _Lines:
         return self
 
     def __next__(self) -> str:
@@ -453,9 +455,7 @@ def _frame(rows: list[tuple[int, list[str] | None, str | None, str | None]], hea
     for _, fields, _, _ in rows:
         for index in range(width):
             columns[index].append(fields[index] if fields is not None else None)
-    data: dict[str, pl.Series] = {
-        name: pl.Series(name, values, dtype=pl.String) for name, values in zip(header.columns, columns)
-    }
+    data: dict[str, pl.Series] = {name: pl.Series(name, values, dtype=pl.String) for name, values in zip(header.columns, columns)}
     data[ROW_NUMBER] = pl.Series(ROW_NUMBER, [r[0] for r in rows], dtype=pl.Int64)
     data[PARSE_ERROR] = pl.Series(PARSE_ERROR, [r[2] for r in rows], dtype=pl.String)
     data[RAW_TEXT] = pl.Series(RAW_TEXT, [r[3] for r in rows], dtype=pl.String)

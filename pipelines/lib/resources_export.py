@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import polars as pl
 
@@ -34,9 +35,7 @@ def show_run(warehouse: Path, run_id: str) -> dict[str, Any] | None:
     run = runs.row(0, named=True)
     measured = pl.scan_parquet(warehouse / "measurements.parquet").filter(pl.col("run_id") == run_id).collect()
     protocol = _read(warehouse, "protocols").filter(pl.col("protocol_digest") == run["protocol_digest"]).row(0, named=True)
-    environment = (
-        _read(warehouse, "environments").filter(pl.col("environment_digest") == run["environment_digest"]).row(0, named=True)
-    )
+    environment = _read(warehouse, "environments").filter(pl.col("environment_digest") == run["environment_digest"]).row(0, named=True)
     return {
         "run": documents.run_document(run, measured.to_dicts()),
         "protocol": documents.protocol_document(protocol),
@@ -51,9 +50,7 @@ def write_ndjson(warehouse: Path) -> dict[str, int]:
     documents_by_file = {
         "runs.ndjson": run_documents(runs, measurements),
         "protocols.ndjson": (documents.protocol_document(r) for r in _read(warehouse, "protocols").iter_rows(named=True)),
-        "environments.ndjson": (
-            documents.environment_document(r) for r in _read(warehouse, "environments").iter_rows(named=True)
-        ),
+        "environments.ndjson": (documents.environment_document(r) for r in _read(warehouse, "environments").iter_rows(named=True)),
     }
     counts = {}
     for name, docs in documents_by_file.items():

@@ -8,21 +8,47 @@ UTC_TIME = pl.Datetime("us", "UTC")
 
 # The columns of the upstream CSV, in upstream's order.
 LIGER_COLUMNS = (
-    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
-    "x_name", "x_label", "x_value", "y_value_50", "y_value_20", "y_value_80",
-    "extra_benchmark_config_str", "gpu_name", "timestamp", "liger_version",
-)  # fmt: skip
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "metric_unit",
+    "x_name",
+    "x_label",
+    "x_value",
+    "y_value_50",
+    "y_value_20",
+    "y_value_80",
+    "extra_benchmark_config_str",
+    "gpu_name",
+    "timestamp",
+    "liger_version",
+)
 # A row with any of these empty is quarantined; the others may be empty.
 REQUIRED_VALUES = (
-    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
-    "x_name", "x_value", "gpu_name", "timestamp",
-)  # fmt: skip
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "metric_unit",
+    "x_name",
+    "x_value",
+    "gpu_name",
+    "timestamp",
+)
 # A file whose header lacks one of these is not a Liger CSV (or has drifted too far to read).
 REQUIRED_COLUMNS = tuple(c for c in LIGER_COLUMNS if c not in ("x_label", "liger_version"))
 RUN_KEY = (
-    "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name",
-    "x_name", "x_value", "extra_benchmark_config_str", "gpu_name", "timestamp",
-)  # fmt: skip
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "x_name",
+    "x_value",
+    "extra_benchmark_config_str",
+    "gpu_name",
+    "timestamp",
+)
 
 RUNS = pl.Schema(
     {
@@ -159,10 +185,26 @@ TABLES: dict[str, pl.Schema] = {
 # The columns of RUNS that depend only on a distinct value (config, GPU, benchmark, implementation, group,
 # snapshot) or on the history: staged rows leave them out; they are joined back to the deduplicated runs.
 RUN_ROWS_LEFT_OUT = (
-    "name", "title", "benchmark", "kernel_title", "workload", "workload_slug", "workload_digest", "x_key",
-    "sweep_workload", "sweep_digest", "protocol_digest", "environment_digest", "implementation_digest", "group_id",
-    "source", "source_file", "first_seen_snapshot", "last_seen_snapshot", "in_latest",
-)  # fmt: skip
+    "name",
+    "title",
+    "benchmark",
+    "kernel_title",
+    "workload",
+    "workload_slug",
+    "workload_digest",
+    "x_key",
+    "sweep_workload",
+    "sweep_digest",
+    "protocol_digest",
+    "environment_digest",
+    "implementation_digest",
+    "group_id",
+    "source",
+    "source_file",
+    "first_seen_snapshot",
+    "last_seen_snapshot",
+    "in_latest",
+)
 # What the normalizer stages for each accepted row, before runs are deduplicated.
 RUN_ROWS = pl.Schema(
     {

@@ -24,10 +24,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterator, Self
+from typing import Self
 
 from pipelines.lib.settings import DEFAULT_FILE_GLOB
 
@@ -57,7 +58,9 @@ class BranchNotFound(SourceError):
     """The source answers but has no such branch: the setting to fix is LIGER_BRANCH, and retrying cannot help."""
 
     def __init__(self, source: str, branch: str):
-        super().__init__(f"branch {branch!r} was not found in the Liger benchmark source {source!r}; set LIGER_BRANCH to one of its branches")
+        super().__init__(
+            f"branch {branch!r} was not found in the Liger benchmark source {source!r}; set LIGER_BRANCH to one of its branches"
+        )
 
 
 class DeadlineExceeded(SourceError):
@@ -113,8 +116,7 @@ def classify(source: str) -> str:
         return "git"
     if scheme and len(scheme) > 1:
         raise SourceError(
-            f"LIGER_SOURCE scheme {scheme!r} is not accepted: use https, ssh or file git URLs, a local path, "
-            "or an http(s) URL of a CSV"
+            f"LIGER_SOURCE scheme {scheme!r} is not accepted: use https, ssh or file git URLs, a local path, or an http(s) URL of a CSV"
         )
     path = Path(source).expanduser()
     if path.is_dir():
@@ -125,7 +127,9 @@ def classify(source: str) -> str:
     raise unreachable(source, "no such file or directory")
 
 
-def _git(args: list[str], cwd: Path | None = None, timeout: float | None = None, step: str | None = None) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    args: list[str], cwd: Path | None = None, timeout: float | None = None, step: str | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """Run git; past `timeout` (GIT_DEADLINE_SECONDS) it and its helpers are killed and DeadlineExceeded names `step`."""
     timeout = GIT_DEADLINE_SECONDS if timeout is None else timeout
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C", "GIT_ALLOW_PROTOCOL": GIT_PROTOCOLS}
@@ -230,7 +234,9 @@ class GitSource:
     def _fetch(self) -> bool:
         def fetch() -> bool:
             result = _git(
-                ["fetch", "--quiet", "--force", "--", self.url, f"+{self._ref}:{self._ref}"], self.clone_dir, step=f"git fetch of {self.source}"
+                ["fetch", "--quiet", "--force", "--", self.url, f"+{self._ref}:{self._ref}"],
+                self.clone_dir,
+                step=f"git fetch of {self.source}",
             )
             if result.returncode == 0:
                 return True
@@ -290,10 +296,20 @@ class GitSource:
         """
         head = _git_ok(["rev-parse", "--verify", self._ref], self.clone_dir).decode().strip()
         log = _git_ok(
-            ["log", "--first-parent", "-m", "--reverse", "--no-renames", "--raw", "--no-abbrev", "-z",
-             "--format=%x1e%H%x1f%cI%x1f%s", self._ref],
+            [
+                "log",
+                "--first-parent",
+                "-m",
+                "--reverse",
+                "--no-renames",
+                "--raw",
+                "--no-abbrev",
+                "-z",
+                "--format=%x1e%H%x1f%cI%x1f%s",
+                self._ref,
+            ],
             self.clone_dir,
-        ).decode("utf-8", errors="replace")  # fmt: skip
+        ).decode("utf-8", errors="replace")
         snapshots: list[SnapshotRef] = []
         ever_matched = False
         for sequence, record in enumerate(r for r in log.split("\x1e") if r.strip()):
@@ -313,7 +329,7 @@ class GitSource:
                             source=self.source,
                             source_file=path,
                             commit=commit,
-                            committed_at=datetime.fromisoformat(committed).astimezone(timezone.utc),
+                            committed_at=datetime.fromisoformat(committed).astimezone(UTC),
                             subject=subject,
                             sequence=sequence + 1,
                         )

@@ -15,8 +15,8 @@ import json
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 import pyarrow as pa
@@ -149,7 +149,7 @@ class ParquetAppender:
             write_statistics=[c for c in schema if not (c in unique and schema[c] == pl.String)] if statistics else False,
         )
 
-    def __enter__(self) -> "ParquetAppender":
+    def __enter__(self) -> ParquetAppender:
         return self
 
     def __exit__(self, *exc) -> None:

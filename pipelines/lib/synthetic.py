@@ -43,28 +43,76 @@ EXTRA_GPUS = ("AMD Instinct MI300X", "NVIDIA L40S")  # not in the catalog: flagg
 EXTRA_KERNELS = ("sparsemax_loss", "fused_rotary_mlp")  # not in the catalog: fallback titles
 MODEL_CONFIGS = ("llama_2_7b", "llama_3_8b", "qwen2.5_7b", "qwen2.5_14b", "mistral_7b", "gemma_2_9b")
 X_LABELS = {
-    "T": "sequence length", "seq_len": "sequence length", "BT": "B * T", "V": "vocab size", "B": "B",
-    "H": "hidden size", "N": "number of heads", "M": "rows", "model_config": "model configuration",
-}  # fmt: skip
+    "T": "sequence length",
+    "seq_len": "sequence length",
+    "BT": "B * T",
+    "V": "vocab size",
+    "B": "B",
+    "H": "hidden size",
+    "N": "number of heads",
+    "M": "rows",
+    "model_config": "model configuration",
+}
 
 # Config templates: (keys with candidate values, the x axes they sweep).
 TEMPLATES: tuple[tuple[dict[str, tuple], tuple[str, ...]], ...] = (
     ({"B": (2, 4, 8, 16, 32), "T": (512, 1024, 2048, 4096)}, ("V", "H")),
-    ({"T": (1024, 2048, 4096), "H": (2048, 4096, 8192), "V": (32000, 128256, 151936), "mode": ("forward", "backward"),
-      "dtype": ("torch.bfloat16", "torch.float32")}, ("BT", "B")),
-    ({"hidden_size": (2048, 4096, 5120), "intermediate_size": (11008, 14336, 13824), "dtype": ("torch.bfloat16",),
-      "bsz": (1, 2, 4), "hidden_act": ("silu", "gelu_pytorch_tanh"), "seq_len": (4096, 8192)}, ("T", "seq_len")),
-    ({"dtype": ("torch.bfloat16", "torch.float16"), "hidden_size": (4096, 8192), "num_q_heads": (32, 64),
-      "num_kv_heads": (8, 4)}, ("seq_len", "T")),
-    ({"sweep_dim": ("T",), "T": (None,), "E": (64, 128), "H": (2048, 4096), "intermediate_dim": (768, 1408),
-      "K": (2, 8), "dtype": ("torch.bfloat16",)}, ("T",)),
+    (
+        {
+            "T": (1024, 2048, 4096),
+            "H": (2048, 4096, 8192),
+            "V": (32000, 128256, 151936),
+            "mode": ("forward", "backward"),
+            "dtype": ("torch.bfloat16", "torch.float32"),
+        },
+        ("BT", "B"),
+    ),
+    (
+        {
+            "hidden_size": (2048, 4096, 5120),
+            "intermediate_size": (11008, 14336, 13824),
+            "dtype": ("torch.bfloat16",),
+            "bsz": (1, 2, 4),
+            "hidden_act": ("silu", "gelu_pytorch_tanh"),
+            "seq_len": (4096, 8192),
+        },
+        ("T", "seq_len"),
+    ),
+    (
+        {"dtype": ("torch.bfloat16", "torch.float16"), "hidden_size": (4096, 8192), "num_q_heads": (32, 64), "num_kv_heads": (8, 4)},
+        ("seq_len", "T"),
+    ),
+    (
+        {
+            "sweep_dim": ("T",),
+            "T": (None,),
+            "E": (64, 128),
+            "H": (2048, 4096),
+            "intermediate_dim": (768, 1408),
+            "K": (2, 8),
+            "dtype": ("torch.bfloat16",),
+        },
+        ("T",),
+    ),
     ({"M": (128, 2048, 4096), "dtype": ("torch.bfloat16", "torch.float32"), "eps": (1e-06, 1e-05)}, ("H", "N")),
-    ({"batch_size": (1, 2, 4), "hidden_size": (512, 1024), "num_heads": (8, 16), "kernel_size": (7, 9),
-      "dilation": (1, 2), "bias": (True, False), "dtype": ("torch.float32", "torch.bfloat16")}, ("seq_len",)),
+    (
+        {
+            "batch_size": (1, 2, 4),
+            "hidden_size": (512, 1024),
+            "num_heads": (8, 16),
+            "kernel_size": (7, 9),
+            "dilation": (1, 2),
+            "bias": (True, False),
+            "dtype": ("torch.float32", "torch.bfloat16"),
+        },
+        ("seq_len",),
+    ),
     ({"bsz": (1, 2, 8), "seq_len": (1024, 2048, 4096)}, ("model_config",)),
-    ({"num_attention_heads": (32, 40), "num_key_value_heads": (8, 40), "vocab_size": (128256,), "batch": (1, 2),
-      "BT": (4096, 8192)}, ("B", "M")),
-)  # fmt: skip
+    (
+        {"num_attention_heads": (32, 40), "num_key_value_heads": (8, 40), "vocab_size": (128256,), "batch": (1, 2), "BT": (4096, 8192)},
+        ("B", "M"),
+    ),
+)
 
 
 @dataclass(frozen=True)

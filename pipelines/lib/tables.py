@@ -6,11 +6,11 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 
@@ -34,9 +34,7 @@ ROW_TABLES_UNIQUE = {"runs": RUN_ROWS_UNIQUE, "measurements": ("run_id", "value"
 # Rows whose run got a suffixed id, for run_snapshots.
 RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
 # Deduplicated runs before `normalize.describe` adds the columns staging leaves out.
-STAGED_RUNS = pl.Schema(
-    {**schemas.RUN_ROWS, "first_seen_snapshot": pl.String, "last_seen_snapshot": pl.String, "in_latest": pl.Boolean}
-)
+STAGED_RUNS = pl.Schema({**schemas.RUN_ROWS, "first_seen_snapshot": pl.String, "last_seen_snapshot": pl.String, "in_latest": pl.Boolean})
 # The run key of SPEC section 2, in the column names of RUN_ROWS.
 RUN_KEY = ("kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
 
@@ -314,7 +312,7 @@ class _BucketFiles:
         # Parquet encodes a file on one thread: two buckets' files are written at once.
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="buckets")
 
-    def __enter__(self) -> "_BucketFiles":
+    def __enter__(self) -> _BucketFiles:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -449,9 +447,7 @@ def _disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
         return runs
     key_text = pl.concat_str([pl.col(c).fill_null("") for c in RUN_KEY], separator="\x1f")
     suffix = key_text.map_elements(lambda key: hashlib.sha256(key.encode()).hexdigest()[:8], return_dtype=pl.String)
-    return runs.with_columns(
-        pl.when(pl.col("_renamed")).then(pl.format("{}~{}", "run_id", suffix)).otherwise("run_id").alias("run_id")
-    )
+    return runs.with_columns(pl.when(pl.col("_renamed")).then(pl.format("{}~{}", "run_id", suffix)).otherwise("run_id").alias("run_id"))
 
 
 def measurements(runs: pl.DataFrame) -> pl.DataFrame:

@@ -165,10 +165,13 @@ def _opens(path: Path) -> bool:
     try:
         with duckdb.connect() as con:
             con.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(path)])
-            found = {name for (name,) in con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'warehouse'"
-                " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = 'warehouse'"
-            ).fetchall()}  # fmt: skip
+            found = {
+                name
+                for (name,) in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'warehouse'"
+                    " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = 'warehouse'"
+                ).fetchall()
+            }
     except duckdb.Error:
         return False
     return found >= {*TABLES, *STATISTICS}
@@ -236,8 +239,7 @@ def create_table(con: duckdb.DuckDBPyConnection, name: str, select: str, params:
     """
     columns = con.execute(f"DESCRIBE {select}", params).fetchall()
     definitions = ", ".join(
-        f'"{column}" {type_}' + (" USING COMPRESSION zstd" if column in ZSTD_COLUMNS else "")
-        for column, type_, *_ in columns
+        f'"{column}" {type_}' + (" USING COMPRESSION zstd" if column in ZSTD_COLUMNS else "") for column, type_, *_ in columns
     )
     con.execute(f'CREATE TABLE "{name}" ({definitions})')
     con.execute(f'INSERT INTO "{name}" {select}', params)
@@ -354,7 +356,7 @@ def _only_reads(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """
     statements = con.extract_statements(sql)
     if not statements:
-        raise NoStatement("no SQL statement in the query (it is empty, or only comments): give one, e.g. \"SELECT * FROM runs LIMIT 5\"")
+        raise NoStatement('no SQL statement in the query (it is empty, or only comments): give one, e.g. "SELECT * FROM runs LIMIT 5"')
     for statement in statements:
         try:
             kind = statement.type

@@ -131,11 +131,7 @@ def _slug_value(value: Any) -> str:
 
 
 def workload_slug(params: dict[str, Any]) -> str:
-    parts = [
-        slug_keep_underscore(name) + _slug_value(value)
-        for name, value in sorted(params.items())
-        if name != "dtype"
-    ]
+    parts = [slug_keep_underscore(name) + _slug_value(value) for name, value in sorted(params.items()) if name != "dtype"]
     if "dtype" in params:
         parts.append(_slug_value(params["dtype"]))
     return "-".join(parts) or "default"

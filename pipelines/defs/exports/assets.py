@@ -4,7 +4,6 @@ from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import documents, resources_export
 
-
 DOCUMENT_SCHEMA = dg.TableSchema(
     columns=[
         dg.TableColumn("apiVersion", "string"),

@@ -1,8 +1,8 @@
 """Exports written only when their tables or code changed (see pipelines.lib.freshness)."""
 
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 import dagster as dg
 

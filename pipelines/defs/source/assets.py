@@ -15,9 +15,7 @@ from pipelines.lib.warehouse import recorded_listing, stage_new, sync
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
-SNAPSHOT_REF_SCHEMA = dg.TableSchema(
-    columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)]
-)
+SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)])
 
 
 # Network steps retry with backoff inside the source (pipelines.lib.source.with_retries).
@@ -51,9 +49,7 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
         raise dg.Failure("no source listing: materialize upstream_source first")
     with store.writer_lock(warehouse.path):
         report = stage_new(warehouse.path, warehouse.source_settings(), listing, progress=at_most_every(PROGRESS_EVERY_S, context.log.info))
-    summary = (
-        f"parsed {len(report.staged)} new snapshot(s)" if report.staged else "nothing new upstream: parsed nothing"
-    )
+    summary = f"parsed {len(report.staged)} new snapshot(s)" if report.staged else "nothing new upstream: parsed nothing"
     context.log.info(summary)
     for warning in report.warnings:
         context.log.warning(f"schema drift upstream: {shorten(warning)}")

@@ -73,7 +73,9 @@ def commits_in_warehouse(warehouse: Path) -> dict[str, dg.MetadataValue]:
         }
         for commit, metas in _by_commit(ingest.staged_metas(warehouse)).items()
     ]
-    table = pl.DataFrame(rows[::-1], schema={"commit": pl.String, "committed_at": pl.String, "files": pl.Int64, "rows": pl.Int64, "subject": pl.String})
+    table = pl.DataFrame(
+        rows[::-1], schema={"commit": pl.String, "committed_at": pl.String, "files": pl.Int64, "rows": pl.Int64, "subject": pl.String}
+    )
     return {
         "commits_in_warehouse": dg.MetadataValue.int(len(rows)),
         "commits": dg.MetadataValue.md(markdown_preview(table, rows=SHOWN_COMMITS)),

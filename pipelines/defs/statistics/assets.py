@@ -33,9 +33,7 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
 @dg.multi_asset(
     name="statistics",
     specs=[_spec(name) for name in warehouse_db.STATISTICS],
-    check_specs=[
-        _check_spec(check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables
-    ],
+    check_specs=[_check_spec(check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables],
 )
 def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """Rebuild warehouse.duckdb from the Parquet tables and compute the comparable-group statistics.
@@ -47,14 +45,10 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     with store.writer_lock(warehouse.path):
         rebuilt, counts = warehouse_db.build_database_if_changed(warehouse.path, warehouse.baselines)
     database = warehouse_db.database_path(warehouse.path)
-    context.log.info(
-        f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was"
-    )
+    context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
     with warehouse_db.session(warehouse.path) as reader:
         results = [
-            dg.MaterializeResult(
-                asset_key=name, metadata={**_table_metadata(warehouse, reader, name, counts[name]), "rebuilt": rebuilt}
-            )
+            dg.MaterializeResult(asset_key=name, metadata={**_table_metadata(warehouse, reader, name, counts[name]), "rebuilt": rebuilt})
             for name in warehouse_db.STATISTICS
         ]
         outcomes = reader.run_checks()
@@ -68,9 +62,7 @@ def _table_metadata(warehouse: Warehouse, reader: warehouse_db.Session, name: st
     preview = reader.preview(name, PREVIEW_ROWS)
     return {
         "dagster/row_count": row_count,
-        "dagster/column_schema": dg.TableSchema(
-            columns=[dg.TableColumn(column, type_) for column, type_ in columns]
-        ),
+        "dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(column, type_) for column, type_ in columns]),
         "preview": dg.MetadataValue.md(_markdown(preview.columns, preview.rows) if preview.rows else "_no rows_"),
         "database": dg.MetadataValue.path(str(warehouse_db.database_path(warehouse.path))),
     }

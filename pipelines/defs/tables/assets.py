@@ -37,8 +37,7 @@ CHECKS = [
         for name in TABLE_NAMES
     ],
     check_specs=[
-        dg.AssetCheckSpec(check, asset=asset, blocking=severity == dg.AssetCheckSeverity.ERROR)
-        for asset, check, _, severity in CHECKS
+        dg.AssetCheckSpec(check, asset=asset, blocking=severity == dg.AssetCheckSeverity.ERROR) for asset, check, _, severity in CHECKS
     ],
     can_subset=False,
 )

@@ -123,8 +123,7 @@ def build_report(warehouse_dir: Path) -> ReportSummary:
             "database": stamp,
             "code": _code_fingerprint(),
             "built_at": _now().isoformat(),
-            "summary": {"kernel_pages": summary.kernel_pages, "gpus": summary.gpus,
-                        "pages": summary.pages, "images": summary.images},  # fmt: skip
+            "summary": {"kernel_pages": summary.kernel_pages, "gpus": summary.gpus, "pages": summary.pages, "images": summary.images},
         }
         (staging / STAMP).write_text(json.dumps(record, indent=2), encoding="utf-8")
         _swap(staging, final)
@@ -165,17 +164,17 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         sections = _kernel_sections(charted.get(kernel, {}), gpus, providers, image_dir, writer)
         writer.text(
             site.kernel_pages[kernel],
-            pages.kernel_page(site, kernel, kernel_runs["kernel_title"][0], sections,
-                              scorecards.get((kernel,), data.scorecard.clear()), kernel_runs),
-        )  # fmt: skip
+            pages.kernel_page(
+                site, kernel, kernel_runs["kernel_title"][0], sections, scorecards.get((kernel,), data.scorecard.clear()), kernel_runs
+            ),
+        )
     heatmaps = _heatmaps(data, writer)
     overview = writer.image(OVERVIEW_IMAGE, charts.summary_heatmap(_summary_cells(data), SUMMARY_TITLE))
     changes = data.changes
     timeline = writer.image(
         CHANGES_IMAGE,
-        charts.changes_timeline(changes["observed_at"].to_list(), changes["ratio"].to_list(),
-                                changes["verdict"].to_list()),
-    )  # fmt: skip
+        charts.changes_timeline(changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list()),
+    )
     counts = {
         "runs": data.runs.height,
         "snapshots": data.snapshots.height,
@@ -226,8 +225,9 @@ def _charted_points(points: pl.DataFrame) -> dict[str, dict[ChartKey, list[dict[
     return charted
 
 
-def _kernel_sections(charted: dict[ChartKey, list[dict[str, Any]]], gpus: list[str], providers: list[str],
-                     image_dir: str, writer: _Writer) -> list[pages.GpuSection]:  # fmt: skip
+def _kernel_sections(
+    charted: dict[ChartKey, list[dict[str, Any]]], gpus: list[str], providers: list[str], image_dir: str, writer: _Writer
+) -> list[pages.GpuSection]:
     """Per GPU of the kernel, its charts (one per pass and metric), each drawn into `image_dir`."""
     # Colors per kernel, so its few providers get the clearly distinct ones, in the same order
     # everywhere (the most frequent providers first: liger, torch and huggingface keep theirs).
@@ -236,8 +236,7 @@ def _kernel_sections(charted: dict[ChartKey, list[dict[str, Any]]], gpus: list[s
     names = html.Names(" ".join(key) for key in charted)
     sections = []
     for gpu in gpus:
-        keys = sorted((key for key in charted if key[0] == gpu),
-                      key=lambda key: (_order(key[2], METRIC_ORDER), _order(key[1], PASS_ORDER)))  # fmt: skip
+        keys = sorted((key for key in charted if key[0] == gpu), key=lambda key: (_order(key[2], METRIC_ORDER), _order(key[1], PASS_ORDER)))
         section = pages.GpuSection(gpu)
         for key in keys:
             _, pass_, metric = key
@@ -307,10 +306,11 @@ def _heatmaps(data: ReportData, writer: _Writer) -> dict[str, list[pages.Heatmap
                 key=lambda r: (r["kernel"], _order(r["pass"], PASS_ORDER), r["baseline_provider"], r["provider"]),
             )
             cells = [
-                charts.HeatCell(f"{r['kernel']} · {r['pass']} vs {r['baseline_provider']}", r["provider"],
-                                r["geomean_ratio"], r["wins"], r["losses"])
+                charts.HeatCell(
+                    f"{r['kernel']} · {r['pass']} vs {r['baseline_provider']}", r["provider"], r["geomean_ratio"], r["wins"], r["losses"]
+                )
                 for r in rows
-            ]  # fmt: skip
+            ]
             title = f"{gpu} · {pages.metric_label(metric)}: geometric-mean ratio to the baseline, wins/losses"
             path = f"img/scorecard/{gpu_names[gpu]}-{html.Names([metric])[metric]}.svg"
             picture = writer.image(path, charts.scorecard_heatmap(cells, title))
@@ -322,12 +322,18 @@ def _heatmaps(data: ReportData, writer: _Writer) -> dict[str, list[pages.Heatmap
 def _totals(rows: pl.DataFrame) -> list[dict[str, Any]]:
     """Per provider and baseline: how many scorecard rows and groups, wins, losses and draws."""
     return [
-        {"provider": provider, "baseline_provider": baseline, "rows": group.height,
-         "n_groups": int(group["n_groups"].sum()), "wins": int(group["wins"].sum()),
-         "losses": int(group["losses"].sum()), "draws": int(group["draws"].sum()),
-         "geomean_ratio": _weighted_geomean(group)}
+        {
+            "provider": provider,
+            "baseline_provider": baseline,
+            "rows": group.height,
+            "n_groups": int(group["n_groups"].sum()),
+            "wins": int(group["wins"].sum()),
+            "losses": int(group["losses"].sum()),
+            "draws": int(group["draws"].sum()),
+            "geomean_ratio": _weighted_geomean(group),
+        }
         for (provider, baseline), group in sorted(rows.group_by("provider", "baseline_provider"), key=lambda g: g[0])
-    ]  # fmt: skip
+    ]
 
 
 def _summary_cells(data: ReportData) -> dict[str, list[charts.HeatCell]]:
@@ -380,4 +386,3 @@ def _footer(data: ReportData) -> str:
         f"{html.text(newest['snapshot_id'])}, upstream commit {html.commit(newest['commit'])} "
         f"({html.text(newest['subject'])}, {html.text(newest['committed_at'])})."
     )
-

@@ -21,12 +21,30 @@ PANEL_COLUMNS = 3
 # Heat maps show log2(ratio) clipped to [1/CLIP, CLIP]: beyond 4x a cell is simply saturated.
 CLIP = 4.0
 # ColorBrewer's RdBu, red (worse) to blue (better), as matplotlib's "RdBu".
-RDBU = ("#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7",
-        "#d1e5f0", "#92c5de", "#4393c3", "#2166ac", "#053061")  # fmt: skip
+RDBU = ("#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7", "#d1e5f0", "#92c5de", "#4393c3", "#2166ac", "#053061")
 # matplotlib's tab10, then tab20's light half: distinct colors for the first ten providers.
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
-           "#dbdb8d", "#9edae5")  # fmt: skip
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#c7c7c7",
+    "#dbdb8d",
+    "#9edae5",
+)
 NO_DATA = "#eeeeee"
 GRID = "#dddddd"
 INK = "#333333"
@@ -92,16 +110,24 @@ def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, colors: M
     providers = list(dict.fromkeys(series.provider for sweep in sweeps for series in sweep.series))
     axes = [_x_axis([x for series in sweep.series for x in series.x]) for sweep in sweeps]
     title_lines = max((len(sweep.title.split("\n")) for sweep in sweeps), default=1)
-    tick_room = max((_x_tick_room([label for label, _ in _thin(list(positions.items()))]) for positions, _ in axes),
-                    default=14)  # fmt: skip
+    tick_room = max((_x_tick_room([label for label, _ in _thin(list(positions.items()))]) for positions, _ in axes), default=14)
     block_height = 8 + TITLE_LINE * title_lines + 4 + VALUE_HEIGHT + PANEL_GAP + RATIO_HEIGHT + tick_room + 30
     width = COLUMN_WIDTH * columns
     legend = _Legend(providers, width)
     canvas = Canvas(width, block_height * blocks + legend.height)
     for index, (sweep, (positions, log_x)) in enumerate(zip(sweeps, axes, strict=True)):
         row, column = divmod(index, columns)
-        _draw_sweep(canvas, column * COLUMN_WIDTH, row * block_height, (title_lines, tick_room), sweep, positions,
-                    log_x, f"{value_label} ({unit})", colors)  # fmt: skip
+        _draw_sweep(
+            canvas,
+            column * COLUMN_WIDTH,
+            row * block_height,
+            (title_lines, tick_room),
+            sweep,
+            positions,
+            log_x,
+            f"{value_label} ({unit})",
+            colors,
+        )
     legend.draw(canvas, block_height * blocks, colors)
     return canvas.drawing()
 
@@ -114,9 +140,17 @@ def _x_tick_room(labels: list[str]) -> float:
     return 14 + longest * math.sin(math.radians(X_LABEL_ANGLE))
 
 
-def _draw_sweep(canvas: Canvas, left: float, top: float, rooms: tuple[int, float], sweep: Sweep,
-                positions: dict[str, float], log_x: bool, value_label: str,
-                colors: Mapping[str, str]) -> None:  # fmt: skip
+def _draw_sweep(
+    canvas: Canvas,
+    left: float,
+    top: float,
+    rooms: tuple[int, float],
+    sweep: Sweep,
+    positions: dict[str, float],
+    log_x: bool,
+    value_label: str,
+    colors: Mapping[str, str],
+) -> None:
     """One sweep in its block; `rooms`: the lines of title and the height of x tick labels, the same across blocks."""
     title_lines, tick_room = rooms
     plot_left, plot_right = left + PLOT_LEFT, left + COLUMN_WIDTH - PLOT_RIGHT
@@ -138,8 +172,7 @@ def _draw_sweep(canvas: Canvas, left: float, top: float, rooms: tuple[int, float
     ticks = _thin(list(positions.items()))
     y_ticks = svg.log_ticks(y) if log_y else svg.nice_ticks(y, 5)
     r_ticks = svg.nice_ticks(r, 3)
-    for panel_top, panel_bottom, axis, axis_ticks in ((value_top, value_bottom, y, y_ticks),
-                                                       (ratio_top, ratio_bottom, r, r_ticks)):  # fmt: skip
+    for panel_top, panel_bottom, axis, axis_ticks in ((value_top, value_bottom, y, y_ticks), (ratio_top, ratio_bottom, r, r_ticks)):
         grid = "".join(f"M{num(x(p))} {num(panel_top)}V{num(panel_bottom)}" for _, p in ticks)
         grid += "".join(f"M{num(plot_left)} {num(axis(t))}H{num(plot_right)}" for t in axis_ticks)
         canvas.path(grid, GRID, 0.6)
@@ -153,12 +186,14 @@ def _draw_sweep(canvas: Canvas, left: float, top: float, rooms: tuple[int, float
     for series in sweep.series:
         color = colors.get(series.provider, "black")
         xs = [x(positions[v]) for v in series.x]
-        shade = [(px, lo, hi) for px, lo, hi in zip(xs, series.p20, series.p80, strict=True)
-                 if lo is not None and hi is not None and y.holds(lo) and y.holds(hi)]  # fmt: skip
+        shade = [
+            (px, lo, hi)
+            for px, lo, hi in zip(xs, series.p20, series.p80, strict=True)
+            if lo is not None and hi is not None and y.holds(lo) and y.holds(hi)
+        ]
         if shade:
             outline = [(px, y(hi)) for px, _, hi in shade] + [(px, y(lo)) for px, lo, _ in reversed(shade)]
-            canvas.path("M" + "L".join(f"{num(a)} {num(b)}" for a, b in outline) + "Z", fill=color,
-                        extra=' fill-opacity="0.2"')  # fmt: skip
+            canvas.path("M" + "L".join(f"{num(a)} {num(b)}" for a, b in outline) + "Z", fill=color, extra=' fill-opacity="0.2"')
         points = [(px, y(v)) for px, v in zip(xs, series.value, strict=True) if v is not None and y.holds(v)]
         canvas.line(points, color)
         canvas.dots(points, color)
@@ -295,8 +330,7 @@ def _heat_figure(title: str, panels: Sequence[_HeatPanel], cell_size: tuple[floa
     canvas = Canvas(width, height)
     canvas.text(8, 16, title, size=11)
     if not panels:
-        canvas.text(width / 2, top + cell_h / 2, "no provider has a baseline to compare with", anchor="middle",
-                    middle=True, color=MUTED)  # fmt: skip
+        canvas.text(width / 2, top + cell_h / 2, "no provider has a baseline to compare with", anchor="middle", middle=True, color=MUTED)
     x = left
     for index, (panel, panel_width) in enumerate(zip(panels, widths, strict=True)):
         _heat_panel(canvas, panel, x, top, panel_width, rows * cell_h, fontsize, row_labels=index == 0)
@@ -306,8 +340,9 @@ def _heat_figure(title: str, panels: Sequence[_HeatPanel], cell_size: tuple[floa
     return canvas.drawing()
 
 
-def _heat_panel(canvas: Canvas, panel: _HeatPanel, left: float, top: float, width: float, height: float,
-                fontsize: float, row_labels: bool) -> None:  # fmt: skip
+def _heat_panel(
+    canvas: Canvas, panel: _HeatPanel, left: float, top: float, width: float, height: float, fontsize: float, row_labels: bool
+) -> None:
     w, h = width / max(len(panel.columns), 1), height / max(len(panel.rows), 1)
     canvas.rect(left, top, width, height, fill=NO_DATA)
     row_at = {row: i for i, row in enumerate(panel.rows)}
@@ -318,8 +353,7 @@ def _heat_panel(canvas: Canvas, panel: _HeatPanel, left: float, top: float, widt
         if not math.isnan(level):
             canvas.rect(left + j * w, top + i * h, w, h, fill=_heat_color(level))
         color = "#ffffff" if not math.isnan(level) and abs(level) > 1.1 else "#000000"
-        canvas.text(left + (j + 0.5) * w, top + (i + 0.5) * h, label, size=fontsize, anchor="middle", middle=True,
-                    color=color)  # fmt: skip
+        canvas.text(left + (j + 0.5) * w, top + (i + 0.5) * h, label, size=fontsize, anchor="middle", middle=True, color=color)
     for column, j in column_at.items():
         canvas.text(left + (j + 0.5) * w, top - 5, column, size=TICK_SIZE, angle=-LABEL_ANGLE)
     if row_labels:
@@ -338,8 +372,7 @@ def _color_bar(canvas: Canvas, left: float, top: float, height: float) -> None:
         y = top + height * (limit - power) / (2 * limit)
         canvas.path(f"M{num(left + 12)} {num(y)}h3", INK, 0.8)
         canvas.text(left + 18, y, f"{2.0**power:g}x", size=TICK_SIZE, middle=True)
-    canvas.text(left + 52, top + height / 2, "ratio to baseline (above 1: better)", size=TICK_SIZE, anchor="middle",
-                middle=True, angle=90)  # fmt: skip
+    canvas.text(left + 52, top + height / 2, "ratio to baseline (above 1: better)", size=TICK_SIZE, anchor="middle", middle=True, angle=90)
 
 
 def _clipped_log2(ratio: float) -> float:
@@ -362,10 +395,13 @@ def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verd
     left, right, top, bottom = 62, width - 16, 10, height - 32
     canvas = Canvas(width, height)
     groups = {
-        verdict: [(t.timestamp(), r) for t, r, v in zip(times, ratios, verdicts, strict=True)
-                  if v == verdict and t is not None and r and r > 0 and math.isfinite(r)]
+        verdict: [
+            (t.timestamp(), r)
+            for t, r, v in zip(times, ratios, verdicts, strict=True)
+            if v == verdict and t is not None and r and r > 0 and math.isfinite(r)
+        ]
         for verdict, _ in VERDICT_COLORS
-    }  # fmt: skip
+    }
     stamps = [t for points in groups.values() for t, _ in points]
     x = Axis.fit(stamps or [0.0], left, right, margin=0.04)
     if not stamps:
@@ -376,8 +412,7 @@ def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verd
     grid = "".join(f"M{num(x(t))} {top}V{bottom}" for t, _ in x_ticks)
     grid += "".join(f"M{left} {num(y(v))}H{right}" for v in y_ticks)
     canvas.path(grid, GRID, 0.6)
-    canvas.path("".join(f"M{left - 3} {num(y(v))}h3" for v in y_ticks)
-                + "".join(f"M{num(x(t))} {bottom}v3" for t, _ in x_ticks), INK, 0.8)  # fmt: skip
+    canvas.path("".join(f"M{left - 3} {num(y(v))}h3" for v in y_ticks) + "".join(f"M{num(x(t))} {bottom}v3" for t, _ in x_ticks), INK, 0.8)
     for v in y_ticks:
         canvas.text(left - 5, y(v), f"{v:g}x", size=TICK_SIZE, anchor="end", middle=True)
     for t, label in x_ticks:
@@ -386,15 +421,13 @@ def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verd
     for verdict, color in VERDICT_COLORS:
         canvas.dots([(x(t), y(r)) for t, r in groups[verdict]], color, size=5, opacity=0.8)
     canvas.rect(left, top, right - left, bottom - top, stroke=INK)
-    canvas.text(16, (top + bottom) / 2, "previous / new (above 1: better)", size=TICK_SIZE, anchor="middle",
-                middle=True, angle=-90)  # fmt: skip
+    canvas.text(16, (top + bottom) / 2, "previous / new (above 1: better)", size=TICK_SIZE, anchor="middle", middle=True, angle=-90)
     shown = [(verdict, color) for verdict, color in VERDICT_COLORS if groups[verdict]]
     for i, (verdict, color) in enumerate(shown):
         canvas.dots([(left + 14, top + 14 + 16 * i)], color, size=5, opacity=0.8)
         canvas.text(left + 24, top + 14 + 16 * i, f"{verdict} ({len(groups[verdict])})", size=LABEL_SIZE, middle=True)
     if not shown:
-        canvas.text((left + right) / 2, (top + bottom) / 2, "no regression or improvement", anchor="middle",
-                    middle=True, color=MUTED)  # fmt: skip
+        canvas.text((left + right) / 2, (top + bottom) / 2, "no regression or improvement", anchor="middle", middle=True, color=MUTED)
     return canvas.drawing()
 
 

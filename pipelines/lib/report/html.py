@@ -89,8 +89,9 @@ def image(src: str, alt: str, size: tuple[int, int] | None = None, lazy: bool = 
     return f'<img src="{escape(src)}" alt="{text(alt)}"{attrs}>'
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[str] = (),
-          row_attrs: Iterable[str] | None = None) -> str:  # fmt: skip
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[str] = (), row_attrs: Iterable[str] | None = None
+) -> str:
     """A table of pre-built HTML cells; columns named in `numeric` are right-aligned."""
     right = [header in numeric for header in headers]
     head = "".join(f"<th>{escape(header)}</th>" for header in headers)
@@ -98,8 +99,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequen
     body = []
     for row in rows:
         cells = "".join(
-            f'<td class="num">{cell}</td>' if is_right else f"<td>{cell}</td>"
-            for cell, is_right in zip(row, right, strict=True)
+            f'<td class="num">{cell}</td>' if is_right else f"<td>{cell}</td>" for cell, is_right in zip(row, right, strict=True)
         )
         body.append(f"<tr{next(attrs) if attrs else ''}>{cells}</tr>")
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'

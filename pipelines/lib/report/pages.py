@@ -93,14 +93,19 @@ def overview(
         html.table(
             ["kernel", "name", "GPUs", "runs", "newest run"],
             (
-                [link(site.kernel_pages[k["kernel"]], k["kernel_title"]), html.code(k["kernel"]),
-                 text(k["gpus"]), text(k["runs"]), text(k["newest"])]
+                [
+                    link(site.kernel_pages[k["kernel"]], k["kernel_title"]),
+                    html.code(k["kernel"]),
+                    text(k["gpus"]),
+                    text(k["runs"]),
+                    text(k["newest"]),
+                ]
                 for k in kernels
-            ),  # fmt: skip
+            ),
             numeric=["GPUs", "runs"],
         ),
         "<h2>GPUs</h2>",
-        "<ul>" + "".join(f'<li>{link("#" + gpu_anchor(g["gpu_name"]), g["gpu_name"])}</li>' for g in gpus) + "</ul>",
+        "<ul>" + "".join(f"<li>{link('#' + gpu_anchor(g['gpu_name']), g['gpu_name'])}</li>" for g in gpus) + "</ul>",
     ]
     for gpu in gpus:
         parts.append(_overview_gpu(site, gpu, heatmaps.get(gpu["gpu_name"], [])))
@@ -113,9 +118,7 @@ def _overview_gpu(site: Site, gpu: dict[str, Any], heatmaps: list[Heatmap]) -> s
         f'<section id="{gpu_anchor(name)}">',
         f"<h2>{text(name)}</h2>",
         f'<p class="muted">{text(gpu["title"])} · architecture {text(gpu["architecture"])} · '
-        f"kernels measured: "
-        + ", ".join(link(f"{site.kernel_pages[k]}#{gpu_anchor(name)}", k) for k in gpu["kernels"])
-        + "</p>",
+        f"kernels measured: " + ", ".join(link(f"{site.kernel_pages[k]}#{gpu_anchor(name)}", k) for k in gpu["kernels"]) + "</p>",
     ]
     if not heatmaps:
         parts.append("<p>No provider has a baseline to compare with on this GPU.</p>")
@@ -126,9 +129,19 @@ def _overview_gpu(site: Site, gpu: dict[str, Any], heatmaps: list[Heatmap]) -> s
         parts.append(
             html.table(
                 ["provider", "baseline", "rows", "groups", "wins", "losses", "draws", "geomean ratio"],
-                ([text(t["provider"]), text(t["baseline_provider"]), text(t["rows"]), text(t["n_groups"]),
-                  text(t["wins"]), text(t["losses"]), text(t["draws"]), text(t["geomean_ratio"])]
-                 for t in heatmap.totals),  # fmt: skip
+                (
+                    [
+                        text(t["provider"]),
+                        text(t["baseline_provider"]),
+                        text(t["rows"]),
+                        text(t["n_groups"]),
+                        text(t["wins"]),
+                        text(t["losses"]),
+                        text(t["draws"]),
+                        text(t["geomean_ratio"]),
+                    ]
+                    for t in heatmap.totals
+                ),
                 numeric=["rows", "groups", "wins", "losses", "draws", "geomean ratio"],
             )
         )
@@ -185,42 +198,110 @@ def kernel_page(
 
 
 def _scorecard_table(scorecard: pl.DataFrame) -> str:
-    headers = ["GPU", "pass", "metric", "provider", "baseline", "groups", "geomean ratio", "min", "max",
-               "wins", "losses", "draws"]  # fmt: skip
-    columns = ["gpu_name", "pass", "metric", "provider", "baseline_provider", "n_groups", "geomean_ratio",
-               "min_ratio", "max_ratio", "wins", "losses", "draws"]  # fmt: skip
+    headers = ["GPU", "pass", "metric", "provider", "baseline", "groups", "geomean ratio", "min", "max", "wins", "losses", "draws"]
+    columns = [
+        "gpu_name",
+        "pass",
+        "metric",
+        "provider",
+        "baseline_provider",
+        "n_groups",
+        "geomean_ratio",
+        "min_ratio",
+        "max_ratio",
+        "wins",
+        "losses",
+        "draws",
+    ]
     rows = ([text(row[c]) for c in columns] for row in scorecard.iter_rows(named=True))
     return html.table(headers, rows, numeric=headers[5:])
 
 
 def _points_table(points: list[dict[str, Any]]) -> str:
     """The chart's points; each run links to its row in the page's table of runs."""
-    headers = ["sweep", "x", "provider", "median", "p20", "p80", "unit", "ratio", "baseline", "noise",
-               "liger version", "run", "first seen in snapshot", "commit"]  # fmt: skip
+    headers = [
+        "sweep",
+        "x",
+        "provider",
+        "median",
+        "p20",
+        "p80",
+        "unit",
+        "ratio",
+        "baseline",
+        "noise",
+        "liger version",
+        "run",
+        "first seen in snapshot",
+        "commit",
+    ]
     rows = (
-        [text(p["sweep_workload"]), text(p["x_value"]), text(p["provider"]), text(p["value"]), text(p["p20"]),
-         text(p["p80"]), text(p["unit"]), text(p["ratio"]), text(p["baseline_provider"]), text(p["noise"]),
-         text(p["liger_version"]), link(f"#{html.anchor_id('run', p['run_id'])}", p["run_id"]),
-         text(p["first_seen_snapshot"]), html.commit(p["first_seen_commit"])]
+        [
+            text(p["sweep_workload"]),
+            text(p["x_value"]),
+            text(p["provider"]),
+            text(p["value"]),
+            text(p["p20"]),
+            text(p["p80"]),
+            text(p["unit"]),
+            text(p["ratio"]),
+            text(p["baseline_provider"]),
+            text(p["noise"]),
+            text(p["liger_version"]),
+            link(f"#{html.anchor_id('run', p['run_id'])}", p["run_id"]),
+            text(p["first_seen_snapshot"]),
+            html.commit(p["first_seen_commit"]),
+        ]
         for p in points
-    )  # fmt: skip
+    )
     return html.table(headers, rows, numeric=["median", "p20", "p80", "ratio"])
 
 
 def _runs_table(runs: pl.DataFrame) -> str:
-    headers = ["run", "GPU", "pass", "metric", "provider", "x", "status", "median", "p20", "p80", "unit",
-               "liger version", "observed at", "first seen in", "commit", "last seen in", "commit ",
-               "at head"]  # fmt: skip
+    headers = [
+        "run",
+        "GPU",
+        "pass",
+        "metric",
+        "provider",
+        "x",
+        "status",
+        "median",
+        "p20",
+        "p80",
+        "unit",
+        "liger version",
+        "observed at",
+        "first seen in",
+        "commit",
+        "last seen in",
+        "commit ",
+        "at head",
+    ]
     records = list(runs.iter_rows(named=True))
     rows = (
-        [f'<code id="{html.anchor_id("run", r["run_id"])}">{text(r["run_id"])}</code>', text(r["gpu_name"]),
-         text(r["pass"]), text(r["metric"]), text(r["provider"]), text(r["x_value"]), text(r["status"]),
-         text(r["value"]), text(r["p20"]), text(r["p80"]), text(r["unit"]), text(r["liger_version"]),
-         text(r["observed_at"]), text(r["first_seen_snapshot"]),
-         html.commit(r["first_seen_commit"]) + (f" {text(r['first_seen_subject'])}" if r["first_seen_subject"] else ""),
-         text(r["last_seen_snapshot"]), html.commit(r["last_seen_commit"]), text(r["in_latest"])]
+        [
+            f'<code id="{html.anchor_id("run", r["run_id"])}">{text(r["run_id"])}</code>',
+            text(r["gpu_name"]),
+            text(r["pass"]),
+            text(r["metric"]),
+            text(r["provider"]),
+            text(r["x_value"]),
+            text(r["status"]),
+            text(r["value"]),
+            text(r["p20"]),
+            text(r["p80"]),
+            text(r["unit"]),
+            text(r["liger_version"]),
+            text(r["observed_at"]),
+            text(r["first_seen_snapshot"]),
+            html.commit(r["first_seen_commit"]) + (f" {text(r['first_seen_subject'])}" if r["first_seen_subject"] else ""),
+            text(r["last_seen_snapshot"]),
+            html.commit(r["last_seen_commit"]),
+            text(r["in_latest"]),
+        ]
         for r in records
-    )  # fmt: skip
+    )
     attrs = (' class="failed"' if r["status"] != "passed" else "" for r in records)
     return html.table(headers, rows, numeric=["median", "p20", "p80"], row_attrs=attrs)
 
@@ -239,17 +320,44 @@ def changes_page(site: Site, timeline: Picture, changes: pl.DataFrame, unchanged
     ]
     records = list(changes.iter_rows(named=True))
     rows = (
-        [text(c["observed_at"]), text(c["verdict"]), link(site.kernel_pages[c["kernel"]], c["kernel"]),
-         text(c["gpu_name"]), text(c["pass"]), text(c["metric"]), text(c["workload_slug"]), text(c["provider"]),
-         f"{text(c['previous_liger_version'])} → {text(c['liger_version'])}", text(c["previous_value"]),
-         text(c["value"]), text(c["unit"]), text(c["ratio"]),
-         link(site.run_href(c["kernel"], c["previous_run_id"]), "previous", c["previous_run_id"])
-         + " " + html.commit(c["previous_commit"]),
-         link(site.run_href(c["kernel"], c["run_id"]), "new", c["run_id"]) + " " + html.commit(c["commit"])]
+        [
+            text(c["observed_at"]),
+            text(c["verdict"]),
+            link(site.kernel_pages[c["kernel"]], c["kernel"]),
+            text(c["gpu_name"]),
+            text(c["pass"]),
+            text(c["metric"]),
+            text(c["workload_slug"]),
+            text(c["provider"]),
+            f"{text(c['previous_liger_version'])} → {text(c['liger_version'])}",
+            text(c["previous_value"]),
+            text(c["value"]),
+            text(c["unit"]),
+            text(c["ratio"]),
+            link(site.run_href(c["kernel"], c["previous_run_id"]), "previous", c["previous_run_id"])
+            + " "
+            + html.commit(c["previous_commit"]),
+            link(site.run_href(c["kernel"], c["run_id"]), "new", c["run_id"]) + " " + html.commit(c["commit"]),
+        ]
         for c in records
-    )  # fmt: skip
-    headers = ["observed at", "verdict", "kernel", "GPU", "pass", "metric", "workload", "provider", "liger version",
-               "previous", "new", "unit", "ratio", "previous run", "new run"]  # fmt: skip
+    )
+    headers = [
+        "observed at",
+        "verdict",
+        "kernel",
+        "GPU",
+        "pass",
+        "metric",
+        "workload",
+        "provider",
+        "liger version",
+        "previous",
+        "new",
+        "unit",
+        "ratio",
+        "previous run",
+        "new run",
+    ]
     verdicts = (f' class="{html.text(c["verdict"])}"' for c in records)
     parts.append(html.table(headers, rows, numeric=["previous", "new", "ratio"], row_attrs=verdicts))
     return html.page(f"Regressions and improvements · {TITLE}", "\n".join(parts), site.footer)

@@ -112,8 +112,7 @@ class Canvas:
             # Centered as a block when `middle`: the first line moves up by half the others.
             first = -0.6 * (len(lines) - 1) if middle else 0
             body = "".join(
-                f'<tspan x="{num(x)}" dy="{(first if i == 0 else 1.2):g}em">{escape(line)}</tspan>'
-                for i, line in enumerate(lines)
+                f'<tspan x="{num(x)}" dy="{(first if i == 0 else 1.2):g}em">{escape(line)}</tspan>' for i, line in enumerate(lines)
             )
         self.parts.append(f'<text x="{num(x)}" y="{num(y)}"{attrs}>{body}</text>')
 
@@ -138,8 +137,7 @@ class Axis:
     base: float | None = None
 
     @classmethod
-    def fit(cls, values: Iterable[float], start: float, end: float, base: float | None = None,
-            margin: float = 0.05) -> Axis:  # fmt: skip
+    def fit(cls, values: Iterable[float], start: float, end: float, base: float | None = None, margin: float = 0.05) -> Axis:
         """An axis over the values with `margin` of their span either side (the finite, and positive on a log axis)."""
         scaled = [math.log(v, base) if base else v for v in values if math.isfinite(v) and (not base or v > 0)]
         if not scaled:
@@ -211,7 +209,5 @@ def mix(stops: Sequence[str], t: float) -> str:
 
 def gradient(name: str, stops: Sequence[str]) -> str:
     """A vertical linearGradient, the last stop at the top."""
-    marks = "".join(
-        f'<stop offset="{i / (len(stops) - 1):.3f}" stop-color="{color}"/>' for i, color in enumerate(reversed(stops))
-    )
+    marks = "".join(f'<stop offset="{i / (len(stops) - 1):.3f}" stop-color="{color}"/>' for i, color in enumerate(reversed(stops)))
     return f'<linearGradient id="{name}" x1="0" y1="0" x2="0" y2="1">{marks}</linearGradient>'
