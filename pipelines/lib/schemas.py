@@ -38,17 +38,6 @@ REQUIRED_VALUES = (
 )
 # A file whose header lacks one of these is not a Liger CSV (or has drifted too far to read).
 REQUIRED_COLUMNS = tuple(c for c in LIGER_COLUMNS if c not in ("x_label", "liger_version"))
-RUN_KEY = (
-    "kernel_name",
-    "kernel_provider",
-    "kernel_operation_mode",
-    "metric_name",
-    "x_name",
-    "x_value",
-    "extra_benchmark_config_str",
-    "gpu_name",
-    "timestamp",
-)
 
 RUNS = pl.Schema(
     {
