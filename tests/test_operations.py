@@ -51,16 +51,21 @@ def head(repo) -> str:
 
 def run_request(warehouse: Warehouse, request: dg.RunRequest, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
     """Execute what the sensor asked for: the job it targets, with the test's warehouse."""
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
     from pipelines.definitions import defs
 
-    loaded = defs()
-    definitions = dg.Definitions(
-        assets=loaded.assets,
-        asset_checks=loaded.asset_checks,
-        jobs=[ingest_everything],
-        resources={"warehouse": warehouse},
-    )
-    job = definitions.resolve_job_def(upstream_data_sensor.job_name)
+    # Definitions load against the defs state of the instance they run on, as in a code server, not whatever
+    # instance was made last in this process (an instance disposed since leaves a dead reference behind).
+    with set_defs_state_storage(instance.defs_state_storage):
+        loaded = defs()
+        definitions = dg.Definitions(
+            assets=loaded.assets,
+            asset_checks=loaded.asset_checks,
+            jobs=[ingest_everything],
+            resources={"warehouse": warehouse},
+        )
+        job = definitions.resolve_job_def(upstream_data_sensor.job_name)
     return job.execute_in_process(instance=instance, tags=request.tags, run_config=request.run_config)
 
 
@@ -83,6 +88,7 @@ def test_first_tick_on_an_up_to_date_warehouse_only_records_the_head(setup, inst
     assert result.cursor == head(repo)
 
 
+@pytest.mark.slow
 def test_new_data_commit_starts_one_run_and_its_runs_appear(setup, instance_kind_home):
     repo, warehouse = setup
     before = head(repo)
@@ -169,6 +175,7 @@ def test_schedule_requests_the_whole_job_at_six_utc():
     assert request.asset_selection is None and request.job_name in (None, "ingest_everything")
 
 
+@pytest.mark.slow
 def test_daily_runs_ingest_then_change_nothing(upstream_repo, tmp_path, instance_kind_home):
     """Two scheduled days executed on a persistent instance of each kind: the second, with nothing new upstream, rewrites nothing."""
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface"))}, "data")
