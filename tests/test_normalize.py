@@ -9,6 +9,7 @@ import pytest
 from conftest import HEADER, liger_csv, liger_row
 
 from pipelines.lib import ingest, tables
+from pipelines.lib.canonical import digest
 from pipelines.lib.normalize import DistinctCache
 from pipelines.lib.source import SnapshotRef
 
@@ -160,3 +161,33 @@ def test_unknown_gpu_and_kernel_get_fallbacks(tmp_path):
     env = t["environments"].row(0, named=True)
     assert (env["vendor"], env["product"], env["known"], env["architecture"]) == ("amd", "AMD Instinct MI300X", False, None)
     assert env["title"] == "Liger benchmark host · Instinct MI300X"
+
+
+def test_run_id_name_and_group_id_as_spec_section_2_builds_them(tmp_path):
+    row = liger_row(
+        kernel="fused_linear_cpo_loss",
+        provider="huggingface",
+        mode="full",
+        x_name="B",
+        x_value="4",
+        timestamp="2024-11-14 16:56:30",
+        config='{"H": 4096, "T": 1024, "V": 128256, "dtype": "torch.bfloat16"}',
+    )
+    run = one(tmp_path, row)["runs"].row(0, named=True)
+    assert run["run_id"] == (
+        "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
+    )
+    assert run["name"] == "liger-fused-linear-cpo-loss-full-huggingface-nvidia-a100-sxm4-80gb-batch4-hidden4096-seq1024-vocab12"
+    group = {
+        "kernel": run["kernel"],
+        "workloadDigest": run["workload_digest"],
+        "protocolDigest": run["protocol_digest"],
+        "environmentDigest": run["environment_digest"],
+    }
+    assert run["group_id"] == digest(group)
+
+
+def test_a_display_name_cut_at_100_characters_drops_a_trailing_dash(tmp_path):
+    # `liger-k-full-p-nvidia-a100-sxm4-80gb-` is 37 characters; 62 of the a's make the 100th the dash before the b's.
+    run = one(tmp_path, liger_row(kernel="k", provider="p", mode="full", config='{"' + "a" * 61 + '": "b"}'))["runs"].row(0, named=True)
+    assert run["name"].endswith("ab") and len(run["name"]) == 99

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.lib.canonical import canonical_json, digest, display_name, run_id, slug
+from pipelines.lib.canonical import canonical_json, digest, slug
 from pipelines.lib.workload import (
     ConfigError,
     build_workload,
@@ -118,28 +118,6 @@ def test_canonical_json_form():
 def test_slug_rules():
     assert slug("  NVIDIA A100-SXM4-80GB ") == "nvidia-a100-sxm4-80gb"
     assert slug("__a__b__") == "a-b"
-
-
-def test_run_id_and_display_name():
-    rid = run_id(
-        "fused_linear_cpo_loss/full",
-        "huggingface",
-        "NVIDIA A100-SXM4-80GB",
-        "batch4-hidden4096-seq1024-vocab128256-bf16",
-        "2024-11-14 16:56:30",
-    )
-    assert (
-        rid == "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
-    )
-    name = display_name("fused_linear_cpo_loss/full", "huggingface", "NVIDIA A100-SXM4-80GB", "batch4-hidden4096-seq1024-vocab128256-bf16")
-    assert name == "liger-fused-linear-cpo-loss-full-huggingface-nvidia-a100-sxm4-80gb-batch4-hidden4096-seq1024-vocab12"
-    assert len(name) == 100
-
-
-def test_name_truncation_trims_a_trailing_dash():
-    # `liger-k-full-p-g-` is 17 characters, so the 100th is the '-' before the b's: it is trimmed.
-    name = display_name("k/full", "p", "g", "a" * 82 + "-" + "b" * 40)
-    assert not name.endswith("-") and len(name) == 99
 
 
 def test_too_large_number_is_a_config_error():

@@ -9,7 +9,6 @@ from typing import Any
 
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
 _NON_SLUG_KEEP_UNDERSCORE = re.compile(r"[^a-z0-9_]+")
-_NON_DIGIT = re.compile(r"[^0-9]+")
 
 NAME_MAX_CHARS = 100
 
@@ -32,21 +31,8 @@ def slug_keep_underscore(text: str) -> str:
     return _NON_SLUG_KEEP_UNDERSCORE.sub("-", text.lower()).strip("-")
 
 
-def timestamp_slug(timestamp: str) -> str:
-    return _NON_DIGIT.sub("-", timestamp)
-
-
-def display_name(benchmark: str, provider: str, gpu_name: str, workload_slug: str) -> str:
-    full = slug(f"liger {benchmark} {provider} {gpu_name} {workload_slug}")
-    return full[:NAME_MAX_CHARS].rstrip("-")
-
-
 def benchmark_name(kernel: str, pass_: str, metric: str) -> str:
     return f"{kernel}/{pass_}" if metric == "speed" else f"{kernel}/{pass_}/{metric}"
-
-
-def run_id(benchmark: str, provider: str, gpu_name: str, workload_slug: str, timestamp: str) -> str:
-    return f"{benchmark}/{provider}/{slug(gpu_name)}/{workload_slug}/{timestamp_slug(timestamp)}"
 
 
 def prefixed(hex_digest: str) -> str:

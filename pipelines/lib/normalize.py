@@ -177,17 +177,6 @@ def implementation_digest(kernel: str, provider: str, liger_version: str | None)
     return digest({"kernel": kernel, "provider": provider, "ligerVersion": liger_version})
 
 
-def group_id(kernel: str, workload_digest: str, protocol_digest_: str, environment_digest_: str) -> str:
-    return digest(
-        {
-            "kernel": kernel,
-            "workloadDigest": workload_digest,
-            "protocolDigest": protocol_digest_,
-            "environmentDigest": environment_digest_,
-        }
-    )
-
-
 def _group_json() -> pl.Expr:
     """The canonical JSON that `group_id` hashes, built per row: keys in sorted order, the digests
     bare hex (nothing to escape) and the kernel already canonical JSON."""
