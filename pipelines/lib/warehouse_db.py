@@ -77,7 +77,9 @@ class Result:
 
 
 @dataclass(frozen=True)
-class CheckOutcome:
+class SqlCheckResult:
+    """The rows that fail one SQL check (sql/checks/) of one statistic; the Parquet tables' checks are checks.CheckOutcome."""
+
     check: str
     table: str
     failures: list[dict[str, Any]]
@@ -325,14 +327,14 @@ class Session:
         """The most telling rows of a statistic (`sql/previews/<table>.sql`): its biggest wins and regressions."""
         return self.query(sql_files.text(f"previews/{table}"), {"n": n})
 
-    def run_checks(self) -> list[CheckOutcome]:
+    def run_checks(self) -> list[SqlCheckResult]:
         """Every check of `CHECKS`, once per table it covers."""
         outcomes = []
         for check, tables in CHECKS.items():
             failures = self.query(sql_files.text(f"checks/{check}")).records()
             for table in tables:
                 mine = [row for row in failures if row["table_name"] == table]
-                outcomes.append(CheckOutcome(check=check, table=table, failures=mine))
+                outcomes.append(SqlCheckResult(check=check, table=table, failures=mine))
         return outcomes
 
 
@@ -396,7 +398,7 @@ def statement_name(text: str, type_name: str) -> str:
     return first
 
 
-def run_checks(warehouse_dir: Path) -> list[CheckOutcome]:
+def run_checks(warehouse_dir: Path) -> list[SqlCheckResult]:
     with session(warehouse_dir) as reader:
         return reader.run_checks()
 

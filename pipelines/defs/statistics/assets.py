@@ -73,7 +73,7 @@ def _markdown(columns: list[str], rows: list[tuple]) -> str:
     return markdown_table(columns, rows, cell=lambda value: cli_queries.format_cell(value, null=""), width=PREVIEW_CELL_MAX)
 
 
-def _check_result(outcome: warehouse_db.CheckOutcome) -> dg.AssetCheckResult:
+def _check_result(outcome: warehouse_db.SqlCheckResult) -> dg.AssetCheckResult:
     shown = outcome.failures[:CHECK_FAILURES_SHOWN]
     metadata: dict = {"failures": len(outcome.failures)}
     if shown:
