@@ -148,8 +148,10 @@ def test_thirty_days_of_unattended_ingest(upstream_repo, tmp_path, monkeypatch):
                 happened = f"finished before the SIGKILL at {after:.1f} s"
         elif day == full_disk_day:
             process = materialize(env, full_disk=True)
-            process.wait(timeout=600)
+            _, stderr = process.communicate(timeout=600)
             assert process.returncode != 0, "a run on a full disk cannot succeed"
+            # It ends with one line that says what failed, whichever write hit the full disk first.
+            assert stderr.strip().splitlines()[-1].startswith(("error: ", "failed: ")), stderr[-3000:]
             happened = f"full disk: the run failed (exit {process.returncode})"
         else:
             damaged = damage(warehouse) + "; " if day == damage_day else ""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
 import dagster as dg
+import sqlalchemy.exc
+
+from pipelines.lib.cli_output import UserError
 
 # Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
 CONSOLE_INFO = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
@@ -17,10 +21,17 @@ def materialize_all() -> int:
 
     definitions = defs()
     job = definitions.resolve_implicit_global_asset_job_def()
-    with dg.DagsterInstance.get() as instance:
-        for message in fail_dead_runs(instance):
-            print(message, file=sys.stderr)
-        result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=CONSOLE_INFO, tags=worker_tags())
+    try:
+        with dg.DagsterInstance.get() as instance:
+            for message in fail_dead_runs(instance):
+                print(message, file=sys.stderr)
+            result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=CONSOLE_INFO, tags=worker_tags())
+    except sqlalchemy.exc.DBAPIError as exc:
+        # The instance's own storage failed (a full disk, a database that went away): the run cannot even be recorded.
+        home = os.environ.get("DAGSTER_HOME", "")
+        raise UserError(
+            f"the Dagster instance in {home} cannot be written or read ({exc.orig}); free disk space or fix its storage, then run again"
+        ) from None
     if result.success:
         print(f"materialized every asset (run {result.run_id})")
         return 0
