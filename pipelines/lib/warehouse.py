@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipelines.lib import ingest, store, tables
+from pipelines.lib import ingest, schemas, store, tables
 from pipelines.lib.normalize import DistinctCache
 from pipelines.lib.source import (
     Listing,
@@ -19,7 +19,7 @@ from pipelines.lib.source import (
 )
 
 LISTING = "_source.json"
-TABLE_NAMES = ("runs", "measurements", "environments", "protocols", "snapshots", "run_snapshots", "quarantine")
+TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas
 
 
 @dataclass(frozen=True)
