@@ -48,14 +48,13 @@ def rebuild_if_stale(stamp: Path, key: str, outputs: Callable[[Any], list[Path]]
     `outputs(result)` names the files a build wrote. The stamp is written after the build,
     so a build that fails or is killed leaves the output stale, never falsely fresh.
     """
-    if stamp.is_file():
-        try:
-            recorded = json.loads(stamp.read_text())
-            fresh = recorded["key"] == key and all(p.is_file() for p in outputs(recorded["result"]))
-        except (ValueError, KeyError, TypeError):
-            fresh = False  # a damaged stamp only costs a rebuild
-        if fresh:
-            return False, recorded["result"]
+    recorded = store.read_state(stamp)
+    try:
+        fresh = recorded.get("key") == key and all(p.is_file() for p in outputs(recorded["result"]))
+    except (KeyError, TypeError):
+        fresh = False  # a damaged stamp only costs a rebuild
+    if fresh:
+        return False, recorded["result"]
     result = build()
     store.write_json_atomic(stamp, {"key": key, "result": result})
     return True, result

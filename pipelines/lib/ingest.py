@@ -137,17 +137,6 @@ def staged_metas(warehouse: Path) -> list[SnapshotMeta]:
     return scan_staging(warehouse)[0]
 
 
-def is_staged(warehouse: Path, snapshot_id: str) -> bool:
-    folder = staging_dir(warehouse) / snapshot_key(snapshot_id)
-    if not folder.is_dir():
-        return False
-    try:
-        meta = _read_meta(folder)
-    except _Damage:
-        return False
-    return meta is not None and _parts_problem(folder, meta) is None
-
-
 class _Damage(Exception):
     pass
 

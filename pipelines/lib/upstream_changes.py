@@ -51,7 +51,8 @@ def check_upstream(warehouse: Path, settings: SourceSettings, last_head: str | N
     if isinstance(source, GitSource):
         source.sync()  # a CSV source already read its content to hash it
     listing = source.listing()
-    new = tuple(ref.snapshot_id for ref in listing.snapshots if not ingest.is_staged(warehouse, ref.snapshot_id))
+    staged = {meta.snapshot_id for meta in ingest.staged_metas(warehouse)}
+    new = tuple(ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in staged)
     try:
         recorded = recorded_listing(warehouse)
     except store.DamagedFile:

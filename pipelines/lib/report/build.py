@@ -73,10 +73,7 @@ def _code_fingerprint() -> str:
 
 def _read_stamp(warehouse_dir: Path) -> dict[str, Any] | None:
     folder = report_dir(warehouse_dir)
-    try:
-        stamp = json.loads((folder / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    stamp = store.read_json(folder / STAMP)
     return stamp if isinstance(stamp, dict) and (folder / INDEX).is_file() else None
 
 
