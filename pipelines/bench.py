@@ -88,7 +88,8 @@ def _phase_normalize_output(csv: str, warehouse: str) -> dict:
     import pyarrow.parquet as pq
 
     from pipelines.lib import schemas, store, tables
-    from pipelines.lib.parse import iter_records, read_header
+    from pipelines.lib.parse import iter_records
+    from pipelines.lib.parse_header import read_header
 
     path = Path(csv)
     started, cpu = time.perf_counter(), time.process_time()

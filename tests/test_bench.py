@@ -16,7 +16,7 @@ import pytest
 from conftest import liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.lib import parse, schemas, settings, store, synthetic, tables
+from pipelines.lib import parse_fast, schemas, settings, store, synthetic, tables
 from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
 from pipelines.lib.warehouse import (
@@ -113,7 +113,7 @@ def test_streamed_normalization_equals_the_in_memory_one(tmp_path, monkeypatch):
     source = with_clashing_runs(synthetic.write_csv(tmp_path / "synthetic.csv", 3000, seed=3))
     whole = normalize_into(tmp_path / "whole" / "warehouse", source)
 
-    monkeypatch.setattr(parse, "BATCH_BYTES", 8192)
+    monkeypatch.setattr(parse_fast, "BATCH_BYTES", 8192)
     monkeypatch.setattr(tables, "BUCKET_ROWS", 200)
     monkeypatch.setattr(tables, "FLUSH_ROWS", 300)
     streamed = normalize_into(tmp_path / "streamed" / "warehouse", source)

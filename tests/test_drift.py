@@ -20,7 +20,7 @@ from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.assets import raw_snapshots, upstream_source
 from pipelines.defs.tables.assets import warehouse_tables
 from pipelines.lib.ingest import drift_warnings
-from pipelines.lib.parse import Header
+from pipelines.lib.parse_header import Header
 
 pytest_plugins = ["robustness_report"]
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import HEADER, UpstreamRepo, build_warehouse, git, liger_row
 
 from pipelines.__main__ import main
-from pipelines.lib import ingest, liger_csv, parse
+from pipelines.lib import ingest, liger_csv, parse, parse_fast, parse_header, parse_layout
 
 
 def test_every_real_snapshot_rebuilds_to_its_content_sha256(real_warehouse: Path):
@@ -140,8 +140,8 @@ def test_the_fast_reader_takes_a_regular_file_whatever_its_ends(variant: str):
     # The BOM, the line end and what follows the last row need no careful reading (a 10M-row file without
     # its final newline stays on the fast path).
     data = VARIANTS[variant]
-    layout = parse.Layout()
-    frames = list(parse.iter_records(data, parse.read_header(data), layout=layout))
+    layout = parse_layout.Layout()
+    frames = list(parse.iter_records(data, parse_header.read_header(data), layout=layout))
     assert sum(f.height for f in frames) == data.count(b"rms_norm")
     assert layout.lines == {} and layout.inexact is None
 
@@ -150,10 +150,10 @@ def test_the_fast_reader_takes_a_regular_file_whatever_its_ends(variant: str):
 def test_the_fast_reader_refuses_what_only_the_careful_one_records(variant: str):
     data = VARIANTS[variant]
     if variant == "number_text":  # other number text is no layout at all: the y values are kept verbatim
-        list(parse.iter_records(data, parse.read_header(data)))
+        list(parse.iter_records(data, parse_header.read_header(data)))
         return
-    with pytest.raises(parse.FastPathRefused):
-        list(parse.iter_records(data, parse.read_header(data)))
+    with pytest.raises(parse_fast.FastPathRefused):
+        list(parse.iter_records(data, parse_header.read_header(data)))
 
 
 def test_a_meta_staged_before_layouts_loads_with_defaults():

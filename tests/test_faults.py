@@ -24,7 +24,9 @@ from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 from robustness_tally import trial
 
 from pipelines.lib import checks, settings, store, warehouse_db
-from pipelines.lib.source import GitSource, SourceError, open_source
+from pipelines.lib.source import open_source
+from pipelines.lib.source_git import GitSource
+from pipelines.lib.source_types import SourceError
 from pipelines.lib.warehouse import (
     TABLE_NAMES,
     SourceSettings,
@@ -424,7 +426,7 @@ def test_the_project_repository_is_never_touched_through_a_broken_clone(tmp_path
 
 @pytest.fixture
 def fast_retries(monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
     # No network: an https source fails at once instead of waiting on DNS.
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "http.proxy")

@@ -9,8 +9,8 @@ import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.lib import ingest, schemas, tables
-from pipelines.lib.normalize import DistinctCache
-from pipelines.lib.source import SnapshotRef
+from pipelines.lib.normalize_cache import DistinctCache
+from pipelines.lib.source_types import SnapshotRef
 
 CONFIGS = ('{"M": 2048, "dtype": "torch.bfloat16"}', '{"M": 4096, "mode": "full"}', '{"B": 2, "seq_len": 128}')
 

@@ -10,8 +10,8 @@ from conftest import HEADER, liger_csv, liger_row
 
 from pipelines.lib import ingest, tables
 from pipelines.lib.canonical import digest
-from pipelines.lib.normalize import DistinctCache
-from pipelines.lib.source import SnapshotRef
+from pipelines.lib.normalize_cache import DistinctCache
+from pipelines.lib.source_types import SnapshotRef
 
 
 def ingest_texts(warehouse: Path, versions: list[tuple[str, str]], file_name: str = "data.csv") -> dict[str, pl.DataFrame]:

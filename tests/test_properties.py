@@ -35,8 +35,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from robustness_tally import trial
 
 from pipelines.lib import checks, ingest, store, tables
-from pipelines.lib.normalize import DistinctCache
-from pipelines.lib.parse import FastPathRefused, iter_records, read_header
+from pipelines.lib.normalize_cache import DistinctCache
+from pipelines.lib.parse import iter_records
+from pipelines.lib.parse_fast import FastPathRefused
+from pipelines.lib.parse_header import read_header
 from pipelines.lib.schemas import (
     QUARANTINE,
     REQUIRED_COLUMNS,
@@ -44,7 +46,7 @@ from pipelines.lib.schemas import (
     RUN_ROWS,
 )
 from pipelines.lib.settings import PROJECT_ROOT
-from pipelines.lib.source import SnapshotRef
+from pipelines.lib.source_types import SnapshotRef
 
 pytest_plugins = ["robustness_report"]
 

@@ -17,7 +17,9 @@ from robustness_tally import trial
 
 from pipelines.__main__ import main
 from pipelines.lib import settings, warehouse_db
-from pipelines.lib.source import GitSource, SourceError, open_source
+from pipelines.lib.source import open_source
+from pipelines.lib.source_git import GitSource
+from pipelines.lib.source_types import SourceError
 
 pytest_plugins = ["robustness_report"]
 
@@ -27,7 +29,7 @@ PWNED = "pwned-by-liger-test"
 
 @pytest.fixture
 def fast_retries(monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
 
 
 def no_side_effects(folder: Path) -> None:

@@ -8,13 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 
-from pipelines.lib.source import (
-    CsvSource,
-    GitSource,
-    SourceError,
-    classify,
-    open_source,
-)
+from pipelines.lib.source import open_source
+from pipelines.lib.source_address import classify
+from pipelines.lib.source_csv import CsvSource
+from pipelines.lib.source_git import GitSource
+from pipelines.lib.source_types import SourceError
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -78,7 +76,7 @@ def test_deleted_file_is_not_at_head(upstream_repo, tmp_path):
 
 @pytest.mark.slow
 def test_unreachable_git_source_is_one_clear_line(tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
     source = GitSource("file:///nonexistent/liger.git", tmp_path / "cache", "main", FILE_GLOB)
     with pytest.raises(SourceError) as raised:
         source.sync()
@@ -185,8 +183,8 @@ def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatc
 
     from local_http import serving
 
-    monkeypatch.setattr("pipelines.lib.source.DOWNLOAD_DEADLINE_SECONDS", 1)
-    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.lib.source_csv.DOWNLOAD_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
     body = liger_csv(liger_row()).encode()
 
     def trickle(handler):
@@ -209,8 +207,8 @@ def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatc
 def test_a_git_remote_that_never_answers_fails_at_the_deadline(tmp_path, monkeypatch):
     import socket
 
-    monkeypatch.setattr("pipelines.lib.source.LS_REMOTE_DEADLINE_SECONDS", 1)
-    monkeypatch.setattr("pipelines.lib.source.GIT_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.lib.source_git.LS_REMOTE_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.lib.source_git.GIT_DEADLINE_SECONDS", 1)
     with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
@@ -271,7 +269,7 @@ def test_a_submodule_at_a_data_path_is_not_a_snapshot(upstream_repo, tmp_path):
 
 
 def test_an_unknown_branch_says_so_and_names_liger_branch(upstream_repo, tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     source = GitSource(str(upstream_repo.path), tmp_path / "cache", "nope", FILE_GLOB)
     with pytest.raises(SourceError) as raised:
@@ -310,12 +308,12 @@ def test_a_header_over_64_kib_is_read_whole(upstream_repo, tmp_path):
 def test_a_header_longer_than_the_limit_is_refused_with_its_reason(monkeypatch):
     from conftest import HEADER
 
-    from pipelines.lib import parse
+    from pipelines.lib import parse_header
 
-    monkeypatch.setattr(parse, "MAX_HEADER_BYTES", 1000)
+    monkeypatch.setattr(parse_header, "MAX_HEADER_BYTES", 1000)
     data = f"{HEADER},{'y' * 2000}\n{liger_row()},v\n".encode()
-    with pytest.raises(parse.NotLigerCsv, match="header row is longer than 1000 bytes"):
-        parse.read_header(data)
-    with pytest.raises(parse.NotLigerCsv, match="header row is longer than 1000 bytes"):
-        parse.read_header(data[: data.index(b"\n")])  # no line break at all
-    assert parse.read_header(f"{HEADER}\r\n{liger_row()}\n".encode()).columns[-1] == "liger_version"
+    with pytest.raises(parse_header.NotLigerCsv, match="header row is longer than 1000 bytes"):
+        parse_header.read_header(data)
+    with pytest.raises(parse_header.NotLigerCsv, match="header row is longer than 1000 bytes"):
+        parse_header.read_header(data[: data.index(b"\n")])  # no line break at all
+    assert parse_header.read_header(f"{HEADER}\r\n{liger_row()}\n".encode()).columns[-1] == "liger_version"

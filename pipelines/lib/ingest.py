@@ -19,10 +19,15 @@ import polars as pl
 
 from pipelines.lib import store
 from pipelines.lib.background import ahead
-from pipelines.lib.normalize import DistinctCache, normalize, raw_line
-from pipelines.lib.parse import FastPathRefused, Header, Layout, NotLigerCsv, iter_records, read_header
+from pipelines.lib.normalize import normalize
+from pipelines.lib.normalize_cache import DistinctCache
+from pipelines.lib.normalize_quarantine import raw_line
+from pipelines.lib.parse import iter_records
+from pipelines.lib.parse_fast import FastPathRefused
+from pipelines.lib.parse_header import Header, NotLigerCsv, read_header
+from pipelines.lib.parse_layout import Layout
 from pipelines.lib.schemas import LIGER_COLUMNS, QUARANTINE, RUN_ROWS
-from pipelines.lib.source import SnapshotRef
+from pipelines.lib.source_types import SnapshotRef
 
 # Bump when normalization changes what it writes: staged snapshots of another version are staged again.
 # 2: broken quoting is quarantined, never repaired; schema drift warnings.

@@ -37,7 +37,8 @@ from pathlib import Path, PurePosixPath
 import polars as pl
 
 from pipelines.lib import store
-from pipelines.lib.parse import UTF8_BOM, render
+from pipelines.lib.parse_header import UTF8_BOM
+from pipelines.lib.parse_layout import render
 
 LATEST = "latest"
 EXPORT_DIR = "liger_csv"

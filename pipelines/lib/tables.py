@@ -18,7 +18,9 @@ from pipelines.lib import catalog, documents, schemas, store
 from pipelines.lib.background import ahead
 from pipelines.lib.canonical import canonical_json, digest
 from pipelines.lib.ingest import RUN_ROWS_UNIQUE, WORKLOADS, SnapshotMeta, snapshot_key, staged_metas, staging_dir
-from pipelines.lib.normalize import UNIT_CONVERSIONS, DistinctCache, describe
+from pipelines.lib.normalize_cache import DistinctCache
+from pipelines.lib.normalize_describe import describe
+from pipelines.lib.normalize_rules import UNIT_CONVERSIONS
 
 STATE = "_state.json"
 # Staged rows deduplicated and sorted in memory at once: what bounds the assembly's memory (about four

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pipelines.lib import ingest, store
-from pipelines.lib.source import GitSource
+from pipelines.lib.source_git import GitSource
 from pipelines.lib.warehouse import SourceSettings, check_same_source, recorded_listing
 
 SENSOR_CACHE = "sensor"

@@ -8,15 +8,10 @@ from datetime import datetime
 from pathlib import Path
 
 from pipelines.lib import ingest, schemas, store, tables
-from pipelines.lib.normalize import DistinctCache
-from pipelines.lib.source import (
-    Listing,
-    SnapshotRef,
-    Source,
-    SourceError,
-    normalized_source,
-    open_source,
-)
+from pipelines.lib.normalize_cache import DistinctCache
+from pipelines.lib.source import Source, open_source
+from pipelines.lib.source_address import normalized_source
+from pipelines.lib.source_types import Listing, SnapshotRef, SourceError
 
 LISTING = "_source.json"
 TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas

@@ -10,7 +10,7 @@ from pipelines.lib.display import shorten
 from pipelines.lib.ingest import staged_metas
 from pipelines.lib.metadata import bounded_json
 from pipelines.lib.schemas import RUN_ROWS
-from pipelines.lib.source import SnapshotRef
+from pipelines.lib.source_types import SnapshotRef
 from pipelines.lib.warehouse import recorded_listing, stage_new, sync
 
 # Progress lines of a long ingest, a few seconds apart.

@@ -1,0 +1,58 @@
+"""What every source gives and raises: the snapshots it lists, and errors a person can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+class SourceError(RuntimeError):
+    """The source cannot be read; the message is one line a person can act on."""
+
+
+class BranchNotFound(SourceError):
+    """The source answers but has no such branch: the setting to fix is LIGER_BRANCH, and retrying cannot help."""
+
+    def __init__(self, source: str, branch: str):
+        super().__init__(
+            f"branch {branch!r} was not found in the Liger benchmark source {source!r}; set LIGER_BRANCH to one of its branches"
+        )
+
+
+class DeadlineExceeded(SourceError):
+    """A step ran past its deadline; trying again at once would only wait as long again."""
+
+    def __init__(self, step: str, seconds: float):
+        super().__init__(f"{step} did not finish within {seconds:g} s (the source stalled or is too slow); try again later")
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    snapshot_id: str
+    source: str
+    source_file: str
+    commit: str | None
+    committed_at: datetime | None
+    subject: str | None
+    sequence: int
+    # The content's sha256 when listing it already took one (a CSV source hashes its file to name
+    # the snapshot), so staging need not read a large file twice for it.
+    content_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What the source holds now: its snapshots, oldest first, and the files present at its head."""
+
+    head: str | None
+    snapshots: tuple[SnapshotRef, ...]
+    files_at_head: tuple[str, ...]
+
+
+def unreachable(source: str, detail: str) -> SourceError:
+    # git explains itself over several lines; the first one names the problem.
+    detail = next((line.strip() for line in detail.splitlines() if line.strip()), "no answer")
+    return SourceError(
+        f"cannot read the Liger benchmark source {source!r} ({detail}); "
+        "set LIGER_SOURCE to a reachable git URL, local clone, git bundle, CSV file or http(s) CSV URL"
+    )
