@@ -169,16 +169,8 @@ def _parse_block(block: bytes, header: Header, first: bool) -> pa.Table:
 
 
 def _has_line_break(batch: pa.RecordBatch) -> bool:
-    """Whether any value holds a line break: a byte search in each column's text buffer, which holds the
-    batch's values end to end (the bytes between its first and last offsets)."""
-    for column in batch.columns:
-        _, offsets, data = column.buffers()
-        width = "q" if pa.types.is_large_string(column.type) else "i"
-        bounds = memoryview(offsets).cast(width)[column.offset : column.offset + len(column) + 1 : len(column) or 1]
-        text = memoryview(data)[bounds[0] : bounds[-1]].tobytes() if data is not None else b""
-        if b"\n" in text or b"\r" in text:
-            return True
-    return False
+    """Whether any value holds a line break: a byte search in each column's text buffer."""
+    return any(_text_holds(column, (b"\n", b"\r")) for column in batch.columns)
 
 
 def _suspect_block(block: bytes) -> bool:
