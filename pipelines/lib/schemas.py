@@ -149,7 +149,7 @@ SNAPSHOTS = pl.Schema(
         "accepted": pl.Int64,
         "quarantined": pl.Int64,
         "is_latest": pl.Boolean,
-        # How the file lays its records out, so that it rebuilds byte for byte (see parse.Layout).
+        # How the file lays its records out, so that it rebuilds byte for byte (see parse_layout.Layout).
         "bom": pl.Boolean,
         "line_end": pl.String,  # `\r\n` (as upstream's csv writer writes) or `\n`
         "final_newline": pl.Boolean,
