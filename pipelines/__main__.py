@@ -37,7 +37,7 @@ def _use_project_instance() -> None:
 
 def materialize(args: argparse.Namespace) -> int:
     """Materialize every asset in-process with the project's Dagster instance."""
-    from pipelines.lib.materialize import materialize_all
+    from pipelines.orchestration.materialize import materialize_all
 
     _use_project_instance()
     return materialize_all()

@@ -21,6 +21,7 @@ from pipelines.defs.source.assets import raw_snapshots, upstream_source
 from pipelines.defs.tables.assets import warehouse_tables
 from pipelines.lib.ingest import drift_warnings
 from pipelines.lib.parse_header import Header
+from pipelines.orchestration.materialize import ingest
 
 pytest_plugins = ["robustness_report"]
 
@@ -53,19 +54,18 @@ def materialize(warehouse: Path, source: Path, tmp_path: Path) -> tuple[dg.Execu
         baselines=["huggingface", "torch"],
     )
     instance = dg.DagsterInstance.ephemeral()
-    result = dg.materialize(
-        [upstream_source, raw_snapshots, warehouse_tables], resources={"warehouse": resource}, instance=instance, raise_on_error=False
-    )
-    return result, instance
+    definitions = dg.Definitions(assets=[upstream_source, raw_snapshots, warehouse_tables], resources={"warehouse": resource})
+    return ingest(definitions, instance, raise_on_error=False), instance
 
 
 def warnings_logged(result: dg.ExecuteInProcessResult, instance: dg.DagsterInstance) -> list[str]:
     return [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.WARNING and "schema drift" in e.user_message]
 
 
-def raw_snapshots_metadata(result: dg.ExecuteInProcessResult) -> dict:
-    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("raw_snapshots")]
-    return event.materialization.metadata
+def schema_warnings(result: dg.ExecuteInProcessResult) -> list[str]:
+    """Every partition's schema warnings, in history order."""
+    events = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("raw_snapshots")]
+    return [w for e in events for w in e.materialization.metadata["schema_warnings"].value]
 
 
 def test_added_and_reordered_columns_are_ingested_with_a_warning_and_kept(upstream_repo, tmp_path):
@@ -98,7 +98,7 @@ def test_added_and_reordered_columns_are_ingested_with_a_warning_and_kept(upstre
         logged = warnings_logged(result, instance)
         assert sum("added column(s) cuda_version" in w for w in logged) == 2
         assert sum("another order" in w for w in logged) == 1
-        assert len(raw_snapshots_metadata(result)["schema_warnings"].value) == 3
+        assert len(schema_warnings(result)) == 3
 
 
 def test_missing_required_column_rejects_that_snapshot_and_fails_a_blocking_check(upstream_repo, tmp_path):

@@ -13,6 +13,7 @@ from test_report import site_pages
 
 from pipelines.lib import bmf, display, metadata, settings, warehouse_db
 from pipelines.lib.report import build_report, charts, html
+from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 # Big enough that a page or picture named after it cannot be a file, and that a copy of it in the
@@ -106,7 +107,7 @@ def test_a_huge_field_keeps_every_stored_dagster_event_small(upstream_repo, tmp_
     commit_with_subject(upstream_repo, {DATA: liger_csv(*hostile_rows())}, "s" * BIG)
     definitions = load_defs(monkeypatch, tmp_path / "warehouse", upstream_repo.path, tmp_path / "cache")
     instance = dg.DagsterInstance.ephemeral()
-    result = definitions.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance, raise_on_error=False)
+    result = ingest(definitions, instance, raise_on_error=False)
     assert result.success
     sizes = {}
     for entry in instance.all_logs(result.run_id):

@@ -12,6 +12,7 @@ import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.lib import settings
+from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -25,14 +26,20 @@ def load_defs(monkeypatch, warehouse, source, cache) -> dg.Definitions:
     return defs()
 
 
-def materialize_everything(definitions: dg.Definitions, instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:
-    job = definitions.resolve_implicit_global_asset_job_def()
-    return job.execute_in_process(instance=instance or dg.DagsterInstance.ephemeral())
+def materialize_everything(definitions: dg.Definitions, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
+    """What `python -m pipelines materialize` runs: the new snapshots as partitions, then one run."""
+    return ingest(definitions, instance)
 
 
 def metadata_of(result: dg.ExecuteInProcessResult, key: str) -> dict:
     [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(key)]
     return event.materialization.metadata
+
+
+def staged(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
+    """The metadata of each raw_snapshots partition the run materialized, by partition key."""
+    events = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("raw_snapshots")]
+    return {e.partition: e.materialization.metadata for e in events}
 
 
 @pytest.mark.slow
@@ -67,7 +74,7 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     assert expected <= materialized
     assert all(e.passed for e in result.get_asset_check_evaluations())
     assert metadata_of(result, "runs")["dagster/row_count"].value == 3
-    assert metadata_of(result, "raw_snapshots")["snapshots_parsed"].value == 2
+    assert [m["accepted"].value for m in staged(result).values()] == [2, 2]
     runs = pl.read_parquet(warehouse / "runs.parquet")
     assert runs.height == 3 and runs["in_latest"].sum() == 2
     assert (warehouse / "exports" / "runs.ndjson").read_text().count("\n") == 3
@@ -77,7 +84,7 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     exported = exported_files(warehouse)
     again = materialize_everything(definitions, dagster_instance)
     assert again.success
-    assert metadata_of(again, "raw_snapshots")["snapshots_parsed"].value == 0
+    assert staged(again) == {}, "a no-change run staged a snapshot again"
     assert metadata_of(again, "runs")["rewritten"].value is False
     assert metadata_of(again, "comparable_groups")["rebuilt"].value is False
     assert (database.stat().st_ino, database.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)

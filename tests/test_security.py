@@ -132,11 +132,11 @@ def test_hostile_data_is_only_data(upstream_repo, tmp_path, monkeypatch, capsys)
     for name, value in {"WAREHOUSE_DIR": warehouse, "LIGER_SOURCE": upstream_repo.path, "LIGER_CACHE_DIR": tmp_path / "cache"}.items():
         monkeypatch.setenv(name, str(value))
     from pipelines.definitions import defs
+    from pipelines.orchestration.materialize import ingest
 
     with trial("fault", "shell, SQL and path injections in the data"):
-        job = defs().resolve_implicit_global_asset_job_def()
         with dg.DagsterInstance.ephemeral() as instance:
-            result = job.execute_in_process(instance=instance, raise_on_error=False)
+            result = ingest(defs(), instance, raise_on_error=False)
         assert result.success
         no_side_effects(tmp_path)
         outside = [p for p in tmp_path.iterdir() if p.name not in ("warehouse", "cache", "upstream")]

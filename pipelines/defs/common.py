@@ -12,6 +12,10 @@ from pipelines.lib import display
 from pipelines.lib.checks import CheckOutcome
 from pipelines.lib.metadata import bounded_json, column_types, markdown_preview
 
+# The Dagster concurrency pool of every asset that writes the warehouse (its limit, 1, is in dagster.yaml):
+# writers wait for one another there, where the UI shows who waits for whom.
+WRITERS = "warehouse_writers"
+
 
 def at_most_every(seconds: float, log: Callable[[str], None]) -> Callable[[str], None]:
     """`log`, passing on at most one message per `seconds`: the instance stores every log line

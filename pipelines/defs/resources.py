@@ -10,7 +10,7 @@ class Warehouse(dg.ConfigurableResource):
     """Where the warehouse lives, what it reads, and which providers are baselines.
 
     Defaults come from the environment (`WAREHOUSE_DIR`, `LIGER_SOURCE`,
-    `LIGER_BRANCH`, `LIGER_BASELINES`) when the definitions load.
+    `LIGER_BRANCH`, `LIGER_BASELINES`, `LIGER_STAGING_WORKERS`) when the definitions load.
     """
 
     warehouse_dir: str
@@ -19,6 +19,7 @@ class Warehouse(dg.ConfigurableResource):
     file_glob: str
     cache_dir: str
     baselines: list[str]
+    staging_workers: int = 1
 
     @property
     def path(self) -> Path:
@@ -36,6 +37,7 @@ def default_warehouse() -> Warehouse:
         file_glob=settings.file_glob(),
         cache_dir=str(settings.cache_dir()),
         baselines=list(settings.baselines()),
+        staging_workers=settings.staging_workers(),
     )
 
 

@@ -72,3 +72,11 @@ def baselines() -> tuple[str, ...]:
     if not raw:
         return DEFAULT_BASELINES
     return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+def staging_workers() -> int:
+    """`LIGER_STAGING_WORKERS`, default the number of cores up to 2: how many snapshots are staged at once."""
+    raw = os.environ.get("LIGER_STAGING_WORKERS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return min(2, os.cpu_count() or 1)

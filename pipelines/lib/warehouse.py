@@ -7,8 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipelines.lib import ingest, schemas, store, tables
-from pipelines.lib.normalize_cache import DistinctCache
+from pipelines.lib import ingest, schemas, stage_pool, store, tables
 from pipelines.lib.source import Source, open_source
 from pipelines.lib.source_address import normalized_source
 from pipelines.lib.source_types import Listing, SnapshotRef, SourceError
@@ -37,6 +36,7 @@ class StageReport:
     # Damaged staged snapshots removed to be staged again (what was wrong), and the ingest_seq they had.
     repaired: list[str] = field(default_factory=list)
     kept_seqs: dict[str, int] = field(default_factory=dict)
+    metas: list[ingest.SnapshotMeta] = field(default_factory=list)
 
 
 @dataclass
@@ -115,33 +115,56 @@ def recorded_listing(warehouse: Path) -> Listing | None:
         ) from None
 
 
-def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, progress=None) -> StageReport:
-    """Parse and normalize every listed snapshot not staged yet; the others are not read at all."""
+def stage(
+    warehouse: Path, settings: SourceSettings, listing: Listing, snapshot_ids: list[str], workers: int = 1, progress=None
+) -> StageReport:
+    """Parse and normalize each of `snapshot_ids` (partitions of raw_snapshots) into its staging folder,
+    replacing what was staged for it; the other staged snapshots are not read. With `workers` > 1 the
+    snapshots are staged in that many processes at once."""
     report = StageReport(listed=len(listing.snapshots))
     # A run killed mid-staging leaves its half-written snapshot folder behind: sweep it.
     store.recover(ingest.staging_dir(warehouse))
     staged, damaged = ingest.scan_staging(warehouse)
     lost = _clear_damaged(damaged, listing, report)
-    staged_ids = {m.snapshot_id for m in staged}
-    pending = [ref for ref in listing.snapshots if ref.snapshot_id not in staged_ids]
-    report.already = report.listed - len(pending)
-    if pending:
-        source = settings.open()
-        cache = DistinctCache()
-        ingest_seq = 1 + max((m.ingest_seq for m in staged), default=0)
-        # A commit's snapshots share one ingest_seq, as when they are staged in one run: one staged again
-        # after damage (or newly matched) keeps its place among its commit's other files.
-        commit_seqs = {m.commit: m.ingest_seq for m in staged if m.commit}
-        for index, ref in enumerate(pending, 1):
-            seq = report.kept_seqs.get(ref.snapshot_id, commit_seqs.get(ref.commit, ingest_seq))
-            meta = ingest.stage_snapshot(warehouse, ref, source.read, cache, seq)
-            report.staged.append(meta.snapshot_id)
-            report.warnings += [f"{meta.snapshot_id}: {warning}" for warning in meta.warnings]
-            if progress:
-                progress(f"staged {index}/{len(pending)} {meta.snapshot_id}: {meta.accepted} accepted, {meta.quarantined} quarantined")
+    refs = {ref.snapshot_id: ref for ref in listing.snapshots}
+    wanted = set(snapshot_ids)
+    unknown = [i for i in snapshot_ids if i not in refs and i not in {m.snapshot_id for m in staged}]
+    if unknown:
+        raise SourceError(
+            f"snapshot {unknown[0]} is not in the source's listing and was never staged: it cannot be staged from {settings.source}"
+        )
+    # Asked for but no longer in the source: its intact staging is the only copy, so it is kept as it is.
+    pending = [ref for ref in listing.snapshots if ref.snapshot_id in wanted]
+    report.already = len(wanted) - len(pending)
+    kept = [m for m in staged if m.snapshot_id not in wanted]
+    ingest_seq = 1 + max((m.ingest_seq for m in staged), default=0)
+    # A commit's snapshots share one ingest_seq, as when they are staged in one run: one staged again
+    # (after damage, or by a new normalizer) keeps its place among its commit's other files.
+    seqs = {m.snapshot_id: m.ingest_seq for m in staged} | report.kept_seqs
+    commit_seqs = {m.commit: m.ingest_seq for m in kept if m.commit}
+    jobs = []
+    for ref in pending:
+        seq = seqs.get(ref.snapshot_id) or commit_seqs.get(ref.commit) or ingest_seq
+        if ref.commit:
+            commit_seqs.setdefault(ref.commit, seq)
+        jobs.append((ref, seq))
+    for index, meta in enumerate(stage_pool.stage_all(warehouse, settings, jobs, workers), 1):
+        report.staged.append(meta.snapshot_id)
+        report.metas.append(meta)
+        report.warnings += [f"{meta.snapshot_id}: {warning}" for warning in meta.warnings]
+        if progress:
+            progress(f"staged {index}/{len(jobs)} {meta.snapshot_id}: {meta.accepted} accepted, {meta.quarantined} quarantined")
     if lost:
         raise lost
     return report
+
+
+def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, workers: int = 1, progress=None) -> StageReport:
+    """Stage every listed snapshot that is not staged intact: the whole ingest without Dagster's partitions
+    (the benchmark, tests)."""
+    staged = {meta.snapshot_id for meta in ingest.staged_metas(warehouse)}
+    pending = [ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in staged]
+    return stage(warehouse, settings, listing, pending, workers, progress)
 
 
 def _clear_damaged(damaged: list[ingest.DamagedSnapshot], listing: Listing, report: StageReport) -> store.DamagedFile | None:

@@ -2,16 +2,17 @@ import dataclasses
 
 import dagster as dg
 
-from pipelines.defs.common import at_most_every, table_schema
+from pipelines.defs.common import WRITERS, at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
-from pipelines.defs.source.observations import commit_observations, commits_in_warehouse
 from pipelines.lib import store
 from pipelines.lib.display import shorten
-from pipelines.lib.ingest import staged_metas
+from pipelines.lib.ingest import SnapshotMeta
 from pipelines.lib.metadata import bounded_json
 from pipelines.lib.schemas import RUN_ROWS
+from pipelines.lib.source_address import normalized_source
 from pipelines.lib.source_types import SnapshotRef
-from pipelines.lib.warehouse import recorded_listing, stage_new, sync
+from pipelines.lib.warehouse import recorded_listing, stage, sync
+from pipelines.orchestration.plan import NORMALIZER_CODE_VERSION, SNAPSHOTS, STAGED_DATA_VERSION, plan_ingest, register
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
@@ -19,55 +20,91 @@ SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)
 
 
 # Network steps retry with backoff inside the source (pipelines.lib.source.with_retries).
-@dg.asset(group_name="source", kinds={"git"})
+@dg.asset(group_name="source", kinds={"git"}, pool=WRITERS)
 def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The upstream benchmark data: the git repository (cloned once into the cache, fetched on every
     run) or the CSV file or URL that `LIGER_SOURCE` names, listed as one snapshot per
-    (commit, file) that changed a `benchmark/data/all_benchmark_data*.csv` file."""
+    (commit, file) that changed a `benchmark/data/all_benchmark_data*.csv` file. Each snapshot not
+    seen before becomes a partition of raw_snapshots."""
     with store.writer_lock(warehouse.path):
         listing = sync(warehouse.path, warehouse.source_settings())
-    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots")
+    new = plan_ingest(context.instance, warehouse.path, listing).new_keys
+    register(context.instance, new)
+    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new")
     return dg.MaterializeResult(
         metadata={
             "source": warehouse.source,
             "head": listing.head or "",
             "snapshots_listed": len(listing.snapshots),
+            "new_partitions": dg.MetadataValue.json(bounded_json(list(new))),
             "files_at_head": dg.MetadataValue.json(bounded_json(list(listing.files_at_head))),
             "dagster/row_count": len(listing.snapshots),
             "dagster/column_schema": SNAPSHOT_REF_SCHEMA,
         },
-        data_version=dg.DataVersion(listing.head or "empty"),
+        # A snapshot's content never changes under its id, so a new head does not make the staged ones
+        # stale: the source's data version is which source it is.
+        data_version=dg.DataVersion(normalized_source(warehouse.source)[:200]),
     )
 
 
-@dg.asset(group_name="source", deps=[upstream_source], kinds={"polars", "parquet"})
+@dg.asset(
+    group_name="source",
+    deps=[upstream_source],
+    kinds={"polars", "parquet"},
+    partitions_def=SNAPSHOTS,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    code_version=NORMALIZER_CODE_VERSION,
+    pool=WRITERS,
+)
 def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
-    """Every listed snapshot parsed and normalized once, into `WAREHOUSE_DIR/_staging/`. Snapshots
-    staged by an earlier run are not read again, so a run with nothing new parses nothing."""
+    """One partition per upstream snapshot (commit, file), parsed and normalized into
+    `WAREHOUSE_DIR/_staging/`. A run stages the partitions it covers (a range of them, in history
+    order) on up to `LIGER_STAGING_WORKERS` processes; the other partitions are not read."""
     listing = recorded_listing(warehouse.path)
     if listing is None:
         raise dg.Failure("no source listing: materialize upstream_source first")
+    keys = context.partition_keys
     with store.writer_lock(warehouse.path):
-        report = stage_new(warehouse.path, warehouse.source_settings(), listing, progress=at_most_every(PROGRESS_EVERY_S, context.log.info))
-    summary = f"parsed {len(report.staged)} new snapshot(s)" if report.staged else "nothing new upstream: parsed nothing"
+        report = stage(
+            warehouse.path,
+            warehouse.source_settings(),
+            listing,
+            keys,
+            workers=warehouse.staging_workers,
+            progress=at_most_every(PROGRESS_EVERY_S, context.log.info),
+        )
+    summary = f"staged {len(report.staged)} snapshot(s)"
     context.log.info(summary)
     for warning in report.warnings:
         context.log.warning(f"schema drift upstream: {shorten(warning)}")
     for repaired in report.repaired:
         context.log.warning(f"damaged staging: {shorten(repaired)}")
-    for observation in commit_observations(warehouse.path, report.staged):
-        context.log_event(observation)
+    for meta in report.metas:
+        context.add_asset_metadata(partition_metadata(meta), partition_key=meta.snapshot_id)
     return dg.MaterializeResult(
         metadata={
-            **commits_in_warehouse(warehouse.path),
             "summary": summary,
-            "dagster/row_count": sum(m.row_count for m in staged_metas(warehouse.path)),
             "dagster/column_schema": table_schema(RUN_ROWS),
-            "snapshots_listed": report.listed,
+            "snapshots_in_run": len(keys),
             "snapshots_parsed": len(report.staged),
-            "snapshots_already_staged": report.already,
-            "parsed": dg.MetadataValue.json(bounded_json(report.staged)),
-            "schema_warnings": dg.MetadataValue.json(bounded_json(report.warnings)),
             "staged_again_after_damage": dg.MetadataValue.json(bounded_json(report.repaired)),
-        }
+        },
+        data_version=STAGED_DATA_VERSION,
     )
+
+
+def partition_metadata(meta: SnapshotMeta) -> dict:
+    """What the UI shows on one partition: its commit, when, what, and its row accounting."""
+    return {
+        "commit": meta.commit or "",
+        "committed_at": meta.committed_at or "",
+        # Upstream's subject and paths may be of any length: the instance keeps them on every run.
+        "subject": shorten(meta.subject or ""),
+        "source_file": shorten(meta.source_file),
+        "content_sha256": meta.content_sha256,
+        "status": meta.status,
+        "dagster/row_count": meta.row_count,
+        "accepted": meta.accepted,
+        "quarantined": meta.quarantined,
+        "schema_warnings": dg.MetadataValue.json(bounded_json(meta.warnings)),
+    }

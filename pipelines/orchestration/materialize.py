@@ -1,4 +1,4 @@
-"""Run every asset in-process with the Dagster instance of DAGSTER_HOME, printing progress."""
+"""Run the ingest in-process with the Dagster instance of DAGSTER_HOME, as the daily schedule would, printing progress."""
 
 from __future__ import annotations
 
@@ -9,23 +9,50 @@ import sys
 import dagster as dg
 import sqlalchemy.exc
 
+from pipelines.lib import store
 from pipelines.lib.cli_output import UserError
+from pipelines.lib.source_types import SourceError
+from pipelines.lib.warehouse import sync
+from pipelines.orchestration.plan import IngestPlan, plan_ingest, register
 
 # Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
 CONSOLE_INFO = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
+def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute) -> dg.ExecuteInProcessResult:
+    """One run that brings the warehouse up to upstream: the source is listed first, its new snapshots
+    become partitions, and the run stages those that need it (one range) and everything downstream."""
+    warehouse = definitions.resources["warehouse"]
+    try:
+        with store.writer_lock(warehouse.path):
+            listing = sync(warehouse.path, warehouse.source_settings())
+    except SourceError:
+        # Run without partitions: upstream_source fails the run with the same one line, recorded where runs are.
+        plan = IngestPlan((), ())
+    else:
+        plan = plan_ingest(instance, warehouse.path, listing)
+        register(instance, plan.new_keys)
+    # Every asset of `definitions` (in the code location, the same as the schedule's job ingest_everything).
+    job = definitions.resolve_implicit_global_asset_job_def()
+    keys = list(definitions.resolve_asset_graph().get_all_asset_keys())
+    return job.execute_in_process(
+        instance=instance,
+        partition_key=plan.partition_key,
+        tags={**plan.range_tags, **execute.pop("tags", {})},
+        asset_selection=plan.asset_selection(keys),
+        **execute,
+    )
+
+
 def materialize_all() -> int:
     from pipelines.definitions import defs
-    from pipelines.run_health import fail_dead_runs, worker_tags
+    from pipelines.orchestration.run_health import fail_dead_runs, worker_tags
 
-    definitions = defs()
-    job = definitions.resolve_implicit_global_asset_job_def()
     try:
         with dg.DagsterInstance.get() as instance:
             for message in fail_dead_runs(instance):
                 print(message, file=sys.stderr)
-            result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=CONSOLE_INFO, tags=worker_tags())
+            result = ingest(defs(), instance, raise_on_error=False, run_config=CONSOLE_INFO, tags=worker_tags())
     except sqlalchemy.exc.DBAPIError as exc:
         # The instance's own storage failed (a full disk, a database that went away): the run cannot even be recorded.
         home = os.environ.get("DAGSTER_HOME", "")
