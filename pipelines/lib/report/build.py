@@ -12,7 +12,6 @@ import datetime as dt
 import hashlib
 import json
 import math
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,21 +122,11 @@ def build_report(warehouse_dir: Path) -> ReportSummary:
             "summary": {"kernel_pages": summary.kernel_pages, "gpus": summary.gpus, "pages": summary.pages, "images": summary.images},
         }
         (staging / STAMP).write_text(json.dumps(record, indent=2), encoding="utf-8")
-        _swap(staging, final)
+        store.swap_folder(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return ReportSummary(final, summary.kernel_pages, summary.gpus, summary.pages, summary.images)
-
-
-def _swap(staging: Path, final: Path) -> None:
-    old = store.temp_path(final) if final.exists() else None
-    if old is not None:
-        os.rename(final, old)
-    os.rename(staging, final)
-    store.fsync_dir(final.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _now() -> dt.datetime:
