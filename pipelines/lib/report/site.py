@@ -242,7 +242,8 @@ def _summary_cells(data: ReportData) -> dict[str, list[HeatCell]]:
     scorecard = data.scorecard.filter(pl.col("geomean_ratio") > 0)
     panels: dict[str, list[HeatCell]] = {}
     for metric in sorted(scorecard["metric"].unique().to_list(), key=lambda m: _order(m, METRIC_ORDER)):
-        groups = scorecard.filter(pl.col("metric") == metric).group_by("gpu_name", "provider")
+        # In the scorecard's order: the picture's bytes must not change from one build to the next.
+        groups = scorecard.filter(pl.col("metric") == metric).group_by("gpu_name", "provider", maintain_order=True)
         panels[pages.metric_label(metric)] = [
             HeatCell(gpu, provider, _weighted_geomean(group), int(group["wins"].sum()), int(group["losses"].sum()))
             for (gpu, provider), group in groups
