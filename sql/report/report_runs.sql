@@ -3,28 +3,28 @@
 -- the snapshots it was first and last seen in and their upstream commits
 -- (readable_runs).
 SELECT
-    run_id,
-    kernel,
-    kernel_title,
-    gpu_name,
-    pass,
-    metric,
-    provider,
-    workload_slug,
-    x_name,
-    x_value,
-    status,
-    liger_version,
-    observed_at,
-    value,
-    p20,
-    p80,
-    unit,
-    in_latest,
-    first_seen_snapshot,
-    first_seen_commit,
-    first_seen_subject,
-    last_seen_snapshot,
-    last_seen_commit
-FROM readable_runs
-ORDER BY kernel, gpu_name, pass, metric, provider, observed_at DESC, run_id
+    run.run_id,
+    run.kernel,
+    run.kernel_title,
+    run.gpu_name,
+    run.pass,
+    run.metric,
+    run.provider,
+    run.workload_slug,
+    run.x_name,
+    run.x_value,
+    run.status,
+    run.liger_version,
+    run.observed_at,
+    run.value,
+    run.p20,
+    run.p80,
+    run.unit,
+    run.in_latest,
+    run.first_seen_snapshot,
+    run.first_seen_commit,
+    run.first_seen_subject,
+    run.last_seen_snapshot,
+    run.last_seen_commit
+FROM readable_runs AS run
+ORDER BY run.kernel, run.gpu_name, run.pass, run.metric, run.provider, run.observed_at DESC, run.run_id
