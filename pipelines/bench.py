@@ -356,16 +356,19 @@ def _output_ratio(by_name: dict[str, Phase]) -> float | None:
 
 
 def table(phases: list[Phase]) -> str:
+    """The phases as a markdown table, its cells padded so that it reads as columns in a terminal too."""
+    from pipelines.lib.metadata import markdown_table  # polars with it: the phases' processes need neither
+
     by_name = {p.name: p for p in phases}
-    head = f"| {'phase':38} | {'wall s':>8} | {'s / M rows':>10} | {'CPU s':>7} | {'peak RSS MB':>11} | {'ratio to floor':>14} |"
-    lines = [head, "|" + "|".join("-" * (len(cell)) for cell in head.split("|")[1:-1]) + "|"]
+    head = [f"{'phase':38}", f"{'wall s':>8}", f"{'s / M rows':>10}", f"{'CPU s':>7}", f"{'peak RSS MB':>11}", f"{'ratio to floor':>14}"]
+    rows = []
     for p in phases:
         floor = by_name.get(p.floor) if p.floor else None
         ratio = f"{p.wall_s / floor.wall_s:.2f}x" if floor and floor.wall_s > 0 else ("floor" if p.name.startswith("floor") else "")
         per_million = f"{p.s_per_million:.2f}" if p.s_per_million is not None else ""
         cpu = f"{p.cpu_s:.1f}" if p.cpu_s else ""
-        lines.append(f"| {p.name:38} | {p.wall_s:8.2f} | {per_million:>10} | {cpu:>7} | {p.peak_rss_mb:11.0f} | {ratio:>14} |")
-    return "\n".join(lines)
+        rows.append([f"{p.name:38}", f"{p.wall_s:8.2f}", f"{per_million:>10}", f"{cpu:>7}", f"{p.peak_rss_mb:11.0f}", f"{ratio:>14}"])
+    return markdown_table(head, rows, width=None)
 
 
 def main(argv: list[str] | None = None) -> int:

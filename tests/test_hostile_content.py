@@ -12,7 +12,7 @@ from test_materialize import load_defs
 from test_report import site_pages
 
 from pipelines.lib import bmf, display, metadata, settings, warehouse_db
-from pipelines.lib.report import build_report, charts, html
+from pipelines.lib.report import build_report, html, sweeps
 from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -88,7 +88,7 @@ def test_display_text_is_cut_with_an_ellipsis():
     assert display.shorten("short", 10) == "short"
     cut = display.shorten("x" * 100, 10)
     assert len(cut) == 10 and cut.endswith("…")
-    assert charts.wrap("word " * 1_000_000).count("\n") < 10
+    assert sweeps.wrap("word " * 1_000_000).count("\n") < 10
     assert len(html.text("y" * 1_000_000)) <= display.TEXT_MAX
 
 

@@ -30,11 +30,15 @@ from pipelines.lib import settings, store, warehouse_db
 from pipelines.lib.report import (
     build,
     build_report,
-    charts,
+    heatmaps,
+    html,
     is_stale,
     pages,
     report_dir,
+    sweeps,
+    timeline,
 )
+from pipelines.lib.report.site import ReportSummary
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 TITLE = "Liger benchmark report"
@@ -103,14 +107,14 @@ def site_pages(folder: Path) -> dict[Path, Page]:
 
 
 @pytest.fixture(scope="module")
-def real_report(real_warehouse: Path) -> build.ReportSummary:
+def real_report(real_warehouse: Path) -> ReportSummary:
     with store.writer_lock(real_warehouse):
         warehouse_db.build_database(real_warehouse, settings.DEFAULT_BASELINES)
         return build_report(real_warehouse)
 
 
 @pytest.fixture(scope="module")
-def real_pages(real_report: build.ReportSummary) -> dict[Path, Page]:
+def real_pages(real_report: ReportSummary) -> dict[Path, Page]:
     return site_pages(real_report.folder)
 
 
@@ -309,7 +313,7 @@ def test_the_overview_picture_has_a_cell_per_gpu_and_provider(real_report, real_
     for provider in column(real_warehouse, "SELECT DISTINCT provider FROM kernel_scorecard WHERE geomean_ratio > 0"):
         assert provider in texts
     fills = [r.get("fill") for r in shapes(root) if r.tag == f"{SVG}rect"]
-    colored = [fill for fill in fills if re.fullmatch("#[0-9a-f]{6}", fill) and fill != charts.NO_DATA]
+    colored = [fill for fill in fills if re.fullmatch("#[0-9a-f]{6}", fill) and fill != heatmaps.NO_DATA]
     assert len(colored) == sum(n for _, n in cells)
     assert {"0.25x", "1x", "4x", "latency", "peak memory"} <= set(texts)
 
@@ -336,12 +340,12 @@ def test_every_number_carries_its_run_snapshot_and_commit(real_report, real_page
     assert len(runs) == 4421
     for kernel, run_id, snapshot, commit in runs:
         page = real_pages[(real_report.folder / real_report.kernel_pages[kernel]).resolve()]
-        assert build.html.anchor_id("run", run_id) in page.ids
+        assert html.anchor_id("run", run_id) in page.ids
         assert run_id in page.text and snapshot in page.text and commit[:12] in page.text
     # Each charted point links to its run.
     point = warehouse_db.query(real_warehouse, "SELECT kernel, run_id FROM provider_comparisons LIMIT 1").rows[0]
     page = real_pages[(real_report.folder / real_report.kernel_pages[point[0]]).resolve()]
-    assert f"#{build.html.anchor_id('run', point[1])}" in page.links
+    assert f"#{html.anchor_id('run', point[1])}" in page.links
 
 
 def test_the_changes_page_lists_regressions_and_improvements_newest_first(real_report, real_pages, real_warehouse):
@@ -566,7 +570,7 @@ def assert_rendered(rendered: Rendered) -> None:
 
 
 def test_devtools_reports_console_errors_exceptions_and_missing_files(chromium, tmp_path):
-    (tmp_path / "drawn.svg").write_text(charts.changes_timeline([], [], []).markup)
+    (tmp_path / "drawn.svg").write_text(timeline.changes_timeline([], [], []).markup)
     (tmp_path / "broken.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><rect></svg>')
     broken = tmp_path / "broken.html"
     broken.write_text(
@@ -674,25 +678,25 @@ def test_small_report_pages_charts_and_changes(small_warehouse):
 
 
 def test_string_x_values_keep_their_order_and_numbers_sort():
-    positions, log_x = charts._x_axis(["llama_3_8b", "qwen2.5_7b", "llama_3_8b"])
+    positions, log_x = sweeps._x_axis(["llama_3_8b", "qwen2.5_7b", "llama_3_8b"])
     assert positions == {"llama_3_8b": 0.0, "qwen2.5_7b": 1.0} and not log_x
-    positions, log_x = charts._x_axis(["4096", "1024", "65536"])
+    positions, log_x = sweeps._x_axis(["4096", "1024", "65536"])
     assert list(positions) == ["1024", "4096", "65536"] and log_x
-    assert not charts._x_axis(["1", "2", "4"])[1]
+    assert not sweeps._x_axis(["1", "2", "4"])[1]
 
 
 def test_a_sweep_chart_draws_each_point_where_its_value_is():
     xs = ["1024", "4096", "65536"]
-    sweep = charts.Sweep(
+    sweep = sweeps.Sweep(
         "hidden · batch=8",
         "hidden",
         [
-            charts.Series("liger", xs, [1.0, 4.0, 100.0], [0.9, 3.8, 95.0], [1.1, 4.2, 105.0], [2.0, 2.0, 1.5]),
-            charts.Series("torch", xs, [2.0, 8.0, 150.0], [None, None, None], [None, None, None], [1.0, 1.0, 1.0]),
+            sweeps.Series("liger", xs, [1.0, 4.0, 100.0], [0.9, 3.8, 95.0], [1.1, 4.2, 105.0], [2.0, 2.0, 1.5]),
+            sweeps.Series("torch", xs, [2.0, 8.0, 150.0], [None, None, None], [None, None, None], [1.0, 1.0, 1.0]),
         ],
     )
     colors = {"liger": "#1f77b4", "torch": "#ff7f0e"}
-    root = read_svg(charts.sweep_figure([sweep], "ms", "latency", colors).markup)
+    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", colors).markup)
     assert_drawn_inside(root)
     texts = svg_texts(root)
     assert {"hidden · batch=8", "hidden", "latency (ms)", "ratio to baseline", "liger", "torch", *xs} <= set(texts)
@@ -720,14 +724,14 @@ def test_a_sweep_chart_draws_each_point_where_its_value_is():
 
 
 def test_a_narrow_sweep_gets_a_linear_axis_and_named_categories_their_order():
-    sweep = charts.Sweep(
+    sweep = sweeps.Sweep(
         "model",
         "model",
         [
-            charts.Series("liger", ["llama_3_8b", "qwen2.5_7b"], [1.0, 1.5], [None, None], [None, None], [2.0, 1.0]),
+            sweeps.Series("liger", ["llama_3_8b", "qwen2.5_7b"], [1.0, 1.5], [None, None], [None, None], [2.0, 1.0]),
         ],
     )
-    root = read_svg(charts.sweep_figure([sweep], "ms", "latency", {"liger": "#1f77b4"}).markup)
+    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", {"liger": "#1f77b4"}).markup)
     texts = svg_texts(root)
     labels = [float(t) for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
     assert 1.0 in labels and 1.5 in labels and 100 not in labels
@@ -739,12 +743,12 @@ def test_a_narrow_sweep_gets_a_linear_axis_and_named_categories_their_order():
 def test_names_from_the_data_are_escaped_in_every_picture():
     odd = 'a<b>&"c" \x01\u2603'
     shown = 'a<b>&"c" \ufffd\u2603'
-    sweep = charts.Sweep(odd, odd, [charts.Series(odd, ["1", "2"], [1.0, 2.0], [None, 1.9], [None, 2.1], [None, 1.0])])
-    cell = charts.HeatCell(odd, odd, 1.5, 3, 1)
+    sweep = sweeps.Sweep(odd, odd, [sweeps.Series(odd, ["1", "2"], [1.0, 2.0], [None, 1.9], [None, 2.1], [None, 1.0])])
+    cell = heatmaps.HeatCell(odd, odd, 1.5, 3, 1)
     drawings = [
-        charts.sweep_figure([sweep], odd, odd, {odd: "#1f77b4"}),
-        charts.scorecard_heatmap([cell], odd),
-        charts.summary_heatmap({odd: [cell]}, odd),
+        sweeps.sweep_figure([sweep], odd, odd, {odd: "#1f77b4"}),
+        heatmaps.scorecard_heatmap([cell], odd),
+        heatmaps.summary_heatmap({odd: [cell]}, odd),
     ]
     for drawing in drawings:
         root = read_svg(drawing.markup)
@@ -754,31 +758,31 @@ def test_names_from_the_data_are_escaped_in_every_picture():
 
 def test_heat_maps_color_each_cell_by_its_ratio():
     cells = [
-        charts.HeatCell("rms_norm · full vs torch", "liger", 4.0, 5, 0),
-        charts.HeatCell("rms_norm · full vs torch", "liger_triton", 0.25, 0, 5),
-        charts.HeatCell("softmax · full vs torch", "liger", 1.0, 1, 1),
+        heatmaps.HeatCell("rms_norm · full vs torch", "liger", 4.0, 5, 0),
+        heatmaps.HeatCell("rms_norm · full vs torch", "liger_triton", 0.25, 0, 5),
+        heatmaps.HeatCell("softmax · full vs torch", "liger", 1.0, 1, 1),
     ]
-    root = read_svg(charts.scorecard_heatmap(cells, "title").markup)
+    root = read_svg(heatmaps.scorecard_heatmap(cells, "title").markup)
     texts = svg_texts(root)
     assert {"4.00  5/0", "0.25  0/5", "1.00  1/1", "liger", "liger_triton", "softmax · full vs torch"} <= set(texts)
     fills = [r.get("fill") for r in shapes(root) if r.tag == f"{SVG}rect"]
     # The grey of no data, one cell each, and the color bar; saturated blue for 4x, red for 1/4, white-ish for 1.
-    assert fills[0] == charts.NO_DATA and fills[1:4] == [charts.RDBU[-1], charts.RDBU[0], charts.RDBU[5]]
+    assert fills[0] == heatmaps.NO_DATA and fills[1:4] == [heatmaps.RDBU[-1], heatmaps.RDBU[0], heatmaps.RDBU[5]]
     assert fills[4] == "url(#ratio-ramp)" and root.find(f".//{SVG}linearGradient").get("id") == "ratio-ramp"
 
 
 def test_the_changes_timeline_marks_each_change_by_its_verdict():
     times = [dt.datetime(2025, 1, 5, tzinfo=dt.UTC), dt.datetime(2025, 6, 1, tzinfo=dt.UTC), dt.datetime(2025, 3, 1, tzinfo=dt.UTC)]
-    root = read_svg(charts.changes_timeline(times, [2.0, 0.5, 1.5], ["improved", "regressed", "improved"]).markup)
+    root = read_svg(timeline.changes_timeline(times, [2.0, 0.5, 1.5], ["improved", "regressed", "improved"]).markup)
     texts = svg_texts(root)
     assert {"improved (2)", "regressed (1)", "2025-02", "2025-04", "2025-06", "1x", "2x", "0.5x"} <= set(texts)
-    improved, _legend = dots(root, charts.IMPROVED)
-    regressed, _legend = dots(root, charts.REGRESSED)
+    improved, _legend = dots(root, timeline.IMPROVED)
+    regressed, _legend = dots(root, timeline.REGRESSED)
     assert len(improved) == 2 and len(regressed) == 1
     (jan, two), (mar, one_and_half) = improved
     assert jan < mar < regressed[0][0]  # in time order left to right
     assert two < one_and_half < regressed[0][1]  # 2x highest, 0.5x lowest
-    empty = read_svg(charts.changes_timeline([], [], []).markup)
+    empty = read_svg(timeline.changes_timeline([], [], []).markup)
     assert "no regression or improvement" in svg_texts(empty)
 
 

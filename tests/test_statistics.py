@@ -179,7 +179,7 @@ def test_build_makes_every_table_and_statistic(warehouse_dir: Path) -> None:
     assert counts["runs"] == len(fixture_runs())
     assert counts["measurements"] == 0
     tables = {row["name"] for row in rows(warehouse_dir, "SELECT name FROM (SHOW TABLES)")}
-    assert tables == set(counts)
+    assert tables == set(counts) | {"readable_runs"}, "the tables, the statistics and the views for readers (sql/views/)"
     assert not list(warehouse_dir.glob(".warehouse.duckdb.*")), "the temporary file is renamed or removed"
 
 
@@ -255,6 +255,19 @@ def test_run_noise_is_a_view_of_runs(warehouse_dir: Path) -> None:
     assert kinds["run_noise"] == "VIEW"
     assert {kinds[name] for name in warehouse_db.STATISTICS if name != "run_noise"} == {"BASE TABLE"}
     assert not any(name.startswith("latest") for name in kinds), "intermediates are not kept"
+
+
+def test_readable_runs_is_runs_in_human_units(warehouse_dir: Path) -> None:
+    stored = {row["run_id"]: row for row in rows(warehouse_dir, "SELECT run_id, value, p80, unit FROM runs")}
+    readable = rows(warehouse_dir, "SELECT run_id, value, p80, unit, first_seen_commit, last_seen_commit FROM readable_runs")
+    assert len(readable) == len(stored), "one row per run"
+    scale = {"ns": (1e6, "ms"), "bytes": (2**20, "MiB")}
+    for row in readable:
+        run = stored[row["run_id"]]
+        factor, unit = scale.get(run["unit"], (1, run["unit"]))
+        assert (row["value"], row["p80"], row["unit"]) == pytest.approx(
+            (None if run["value"] is None else run["value"] / factor, None if run["p80"] is None else run["p80"] / factor, unit)
+        )
 
 
 # --- run_noise --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from pipelines.lib import settings, warehouse_db
+from pipelines.lib import metadata, settings, warehouse_db
 from pipelines.lib.warehouse_db import Result
 
 NULL_TEXT = "NULL"
@@ -72,12 +72,7 @@ def format_table(result: Result, max_rows: int | None = None, right: Sequence[bo
 
 
 def format_markdown(result: Result) -> str:
-    def line(values: Sequence[str]) -> str:
-        return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
-
-    lines = [line(result.columns), line(["---"] * len(result.columns))]
-    lines += [line([format_cell(value, null="") for value in row]) for row in result.rows]
-    return "\n".join(lines)
+    return metadata.markdown_table(result.columns, result.rows, cell=lambda value: format_cell(value, null=""), width=None)
 
 
 def _plain(value: Any) -> Any:

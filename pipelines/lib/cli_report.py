@@ -15,7 +15,7 @@ from pathlib import Path
 from pipelines.lib import settings, store, warehouse_db
 from pipelines.lib.cli_output import writing
 from pipelines.lib.report import build_report_if_stale, is_stale, report_dir
-from pipelines.lib.report.build import INDEX
+from pipelines.lib.report.site import INDEX
 
 
 def report(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""Plain descriptions of tables for asset metadata: column schemas and markdown previews.
+"""Plain descriptions of tables for asset metadata: column schemas and markdown previews (and tables).
 
 The Dagster instance keeps every materialization's metadata for good, so every value that
 comes from the data is bounded here: a field of megabytes must not be stored again on each run.
@@ -31,13 +31,18 @@ def markdown_preview(frame: pl.DataFrame, columns: list[str] | None = None, rows
 
 
 def markdown_table(
-    columns: Sequence[str], rows: Iterable[Sequence[Any]], cell: Callable[[Any], str] | None = None, width: int = CELL_MAX
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], cell: Callable[[Any], str] | None = None, width: int | None = CELL_MAX
 ) -> str:
-    """A markdown table of `rows`, each value written by `cell` (`str`, None as empty) and cut to `width`."""
+    """A markdown table of `rows`, each value written by `cell` (`str`, None as empty) and cut to `width`
+    (None: kept whole). The one markdown renderer: metadata previews, the CLI's `--format markdown`, the benchmark."""
     write = cell or (lambda value: "" if value is None else str(value))
 
+    def shown(value: str) -> str:
+        # A `|` would end the cell and a line break the row.
+        return (value if width is None else display.shorten(value, width)).replace("|", "\\|").replace("\n", " ")
+
     def line(values: Iterable[str]) -> str:
-        return "| " + " | ".join(display.shorten(v, width).replace("|", "\\|").replace("\n", " ") for v in values) + " |"
+        return "| " + " | ".join(shown(v) for v in values) + " |"
 
     return "\n".join([line(columns), line("---" for _ in columns), *(line(write(value) for value in row) for row in rows)])
 

@@ -1,7 +1,8 @@
 """Where the SQL is: the files of `sql/`, read as package resources so an installed copy finds them too.
 
 `sql/` sits at the top of the repository, by role: `macros.sql` (the rules every query shares),
-`statistics/`, `checks/`, `previews/` (of the statistics), `report/` and `queries/` (the CLI's).
+`statistics/`, `views/` (for readers), `checks/`, `previews/` (of the statistics), `report/` and
+`queries/` (the CLI's).
 `pipelines/sql` is a link to it: a checkout reads it through the link, and a wheel carries its files
 as package data (`pyproject.toml`), so the same `importlib.resources` path serves both.
 """

@@ -109,6 +109,26 @@ def write_json_atomic(final: Path, value: object) -> None:
     write_bytes_atomic(final, json.dumps(value, indent=2, sort_keys=True, default=str).encode())
 
 
+def swap_folder(staging: Path, final: Path) -> None:
+    """Put the complete folder `staging` in the place of `final` (a folder, a file or nothing), then delete the old one.
+
+    The old one is renamed aside under `temp_path`, not deleted in place: `final` is missing only between two
+    renames, never while a large folder is deleted, and a process killed before the deletion leaves a name
+    that `recover` (or the caller's own sweep) removes.
+    """
+    old = temp_path(final) if final.exists() or final.is_symlink() else None
+    if old is not None:
+        os.rename(final, old)
+    os.rename(staging, final)
+    fsync_dir(final.parent)
+    if old is None:
+        return
+    if old.is_dir() and not old.is_symlink():
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        old.unlink(missing_ok=True)
+
+
 def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: Path, compression_level: int | None = None, statistics: bool = True) -> None:
     if isinstance(frame, pl.LazyFrame):
         frame.sink_parquet(path, compression="zstd", compression_level=compression_level, statistics=statistics, engine="streaming")

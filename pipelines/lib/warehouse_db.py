@@ -273,6 +273,8 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str])
             con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         else:
             create_table(con, name, sql_files.text(f"statistics/{name}"))
+    for name in sql_files.names("views"):  # views for readers, not statistics (readable_runs)
+        con.execute(f'CREATE VIEW "{name.removeprefix("views/")}" AS\n{sql_files.text(name)}')
     for name in INTERMEDIATES:
         con.execute(f'DROP TABLE "{name}"')
 

@@ -1,6 +1,6 @@
 -- One kernel on one GPU: per workload, each provider's latest passed run in
--- human units (ms, MiB), its ratio to the group's baseline and whether the
--- difference stands out of the noise (provider_comparisons.noise).
+-- human units (ms, MiB: readable_runs), its ratio to the group's baseline and
+-- whether the difference stands out of the noise (provider_comparisons.noise).
 -- Parameters: $kernel, $gpu, and the optional filters $pass, $metric and
 -- $providers (a list; null: no filter). A provider filter keeps the
 -- baseline's row of each workload it shows, so each ratio has its reference.
@@ -31,31 +31,31 @@ shown AS (
 SELECT
     shown.pass,
     shown.metric,
-    runs.x_key,
-    runs.sweep_workload,
+    run.x_key,
+    run.sweep_workload,
     shown.workload_slug,
-    runs.x_name,
-    runs.x_value,
+    run.x_name,
+    run.x_value,
     shown.provider,
     shown.rank,
-    human_value(shown.value, shown.unit) AS value,
-    human_value(shown.p20, shown.unit) AS p20,
-    human_value(shown.p80, shown.unit) AS p80,
-    human_unit(shown.unit) AS unit,
+    run.value,
+    run.p20,
+    run.p80,
+    run.unit,
     shown.baseline_provider,
     shown.ratio,
     shown.noise,
     shown.liger_version,
     shown.observed_at
 FROM shown
-JOIN runs USING (run_id)
+JOIN readable_runs AS run USING (run_id)
 ORDER BY
     shown.pass,
     shown.metric,
-    runs.x_key,
-    runs.sweep_workload,
-    try_cast(runs.x_value AS DOUBLE) NULLS LAST,
-    runs.x_value,
+    run.x_key,
+    run.sweep_workload,
+    try_cast(run.x_value AS DOUBLE) NULLS LAST,
+    run.x_value,
     shown.workload_slug,
     shown.rank,
     shown.provider

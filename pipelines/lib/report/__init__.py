@@ -5,13 +5,7 @@
 changed since; `build_report_if_stale` builds only then.
 """
 
-from pipelines.lib.report.build import (
-    REPORT_DIR,
-    ReportSummary,
-    build_report,
-    build_report_if_stale,
-    is_stale,
-    report_dir,
-)
+from pipelines.lib.report.build import REPORT_DIR, build_report, build_report_if_stale, is_stale, report_dir
+from pipelines.lib.report.site import ReportSummary
 
 __all__ = ["REPORT_DIR", "ReportSummary", "build_report", "build_report_if_stale", "is_stale", "report_dir"]

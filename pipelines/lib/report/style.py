@@ -1,0 +1,40 @@
+"""What the report's pictures share: the providers' colors, the ink of axes and grids, the type sizes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# matplotlib's tab10, then tab20's light half: distinct colors for the first ten providers.
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#c7c7c7",
+    "#dbdb8d",
+    "#9edae5",
+)
+GRID = "#dddddd"
+INK = "#333333"
+MUTED = "#666666"
+BASELINE = "#555555"
+TICK_SIZE = 9
+LABEL_SIZE = 10
+
+
+def provider_colors(providers: Sequence[str]) -> dict[str, str]:
+    """A color per provider, in the order given: tab10 for the first ten, tab20's light half after."""
+    return {provider: PALETTE[i % len(PALETTE)] for i, provider in enumerate(providers)}

@@ -1,0 +1,18 @@
+-- Every run as a reader sees it: runs' columns with value, p20, p80 and unit
+-- in human units (ms for ns, MiB for bytes, anything else as stored), and the
+-- upstream commits of the snapshots it was first and last seen in (null when
+-- no snapshot row matches). The report and `compare` read runs through it, so
+-- the units and the provenance are written once. A view: nothing is stored.
+SELECT
+    runs.* REPLACE (
+        human_value(runs.value, runs.unit) AS value,
+        human_value(runs.p20, runs.unit) AS p20,
+        human_value(runs.p80, runs.unit) AS p80,
+        human_unit(runs.unit) AS unit
+    ),
+    first_seen."commit" AS first_seen_commit,
+    first_seen.subject AS first_seen_subject,
+    last_seen."commit" AS last_seen_commit
+FROM runs
+LEFT JOIN snapshots AS first_seen ON first_seen.snapshot_id = runs.first_seen_snapshot
+LEFT JOIN snapshots AS last_seen ON last_seen.snapshot_id = runs.last_seen_snapshot
