@@ -16,7 +16,7 @@ import pytest
 from conftest import liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.lib import parse, schemas, settings, store, synthetic, tables
+from pipelines.lib import external_sort, parse, run_identity, schemas, settings, store, synthetic, tables
 from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
 from pipelines.lib.warehouse import (
@@ -114,8 +114,8 @@ def test_streamed_normalization_equals_the_in_memory_one(tmp_path, monkeypatch):
     whole = normalize_into(tmp_path / "whole" / "warehouse", source)
 
     monkeypatch.setattr(parse, "BATCH_BYTES", 8192)
-    monkeypatch.setattr(tables, "BUCKET_ROWS", 200)
-    monkeypatch.setattr(tables, "FLUSH_ROWS", 300)
+    monkeypatch.setattr(external_sort, "BUCKET_ROWS", 200)
+    monkeypatch.setattr(external_sort, "FLUSH_ROWS", 300)
     streamed = normalize_into(tmp_path / "streamed" / "warehouse", source)
 
     assert len(list(staging_dir(streamed).glob("*/rows-*.parquet"))) > 50, "the file was not read in many chunks"
@@ -161,15 +161,15 @@ def test_runs_of_rows_with_distinct_ids_equal_the_general_deduplication(tmp_path
     warehouse = normalize_into(tmp_path / "warehouse", synthetic.write_csv(tmp_path / "synthetic.csv", 3000, seed=5))
     metas = tables.staged_metas(warehouse)
     parts = tables.staged_parts(warehouse, metas, "rows", tables.latest_snapshot_ids(metas, None))
-    rows = pl.concat([tables._with_history(tables._read_part(part, schemas.RUN_ROWS), part) for part in parts])
+    rows = pl.concat([external_sort.with_history(external_sort.read_part(part, schemas.RUN_ROWS), part) for part in parts])
     assert rows["run_id"].is_unique().all()
-    fast, renamed = tables._runs(rows)
+    fast, renamed = run_identity.distinct_runs(rows)
     assert renamed.is_empty()
     with monkeypatch.context() as patched:
-        patched.setattr(tables, "_each_row_a_run", lambda rows: None)
-        general, _ = tables._runs(rows)
+        patched.setattr(run_identity, "each_row_a_run", lambda rows: None)
+        general, _ = run_identity.distinct_runs(rows)
     assert_frame_equal(fast, general, check_exact=True)
     # A repeated id (the same run in a later snapshot) is left to the general deduplication.
-    again = pl.concat([rows, rows.head(5).with_columns(pl.col("_order") + tables.ROWS_PER_SNAPSHOT)])
-    assert tables._each_row_a_run(again) is None
-    assert tables._runs(again)[0].height == rows.height
+    again = pl.concat([rows, rows.head(5).with_columns(pl.col("_order") + external_sort.ROWS_PER_SNAPSHOT)])
+    assert run_identity.each_row_a_run(again) is None
+    assert run_identity.distinct_runs(again)[0].height == rows.height
