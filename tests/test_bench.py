@@ -16,6 +16,7 @@ import pytest
 from conftest import liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
+from pipelines.bench_report import TARGETS
 from pipelines.lib import external_sort, parse, run_identity, schemas, settings, store, synthetic, tables
 from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
@@ -38,6 +39,13 @@ RATIOS = (
     "stats_ratio",
     "stats_output_ratio",
     "normalize_read_store_ratio",
+    # Issue 17's target table: every figure a key.
+    "normalize_vs_read_store_ratio",
+    "ingest_ratio",
+    "max_peak_rss_mb",
+    "queries_ratio",
+    "queries_copies_ratio",
+    "cost_ratio",
 )
 
 
@@ -57,6 +65,8 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
         str(tmp_path / "work"),
         "--source",
         str(upstream_repo.path),
+        "--scales",
+        "500",
     ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=settings.PROJECT_ROOT, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -81,6 +91,21 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     assert "| reading the CSV alone" in done.stdout
     assert phases["materialize real history"]["rows"] == phases["no-change re-run"]["rows"] == 2
     assert phases["statistics (build_database)"]["detail"]["runs"] == counts["runs"]
+    # Every target's figure is a line, the whole ingest is measured at the other scale, every query on every design.
+    for key, _, _ in TARGETS:
+        assert f"\n{key} " in done.stdout, f"no line for {key}"
+    assert set(summary["cost_per_million_s"]) == {"500", str(rows)} and summary["cost_ratio_against_rows"] == 500
+    assert set(summary["peak_rss_mb"]) >= {"normalize (stage + tables)", "statistics (build_database)", "materialize real history"}
+    for key in ("queries_s", "queries_copies_s", "queries_plain_s"):
+        assert set(summary[key]) == {
+            "filter_kernel_gpu_workload",
+            "group_by_gpu",
+            "scorecard",
+            "run_by_run_id",
+            "measurements_of_run",
+            "measurements_one_kernel",
+        }, key
+    assert summary["build_views"]["database_mb"] > 0 and summary["build_copies"]["database_mb"] > 0
     # The file is cached for the next run, and generated the same way each time.
     cached = synthetic.cached_csv(tmp_path / "data", rows)
     assert cached.read_bytes() == synthetic.write_csv(tmp_path / "again.csv", rows).read_bytes()
