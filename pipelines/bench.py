@@ -14,8 +14,7 @@ in the same run:
 - statistics: database_build.build_database over the normalized warehouse; its
   statistics SQL is set against one DuckDB GROUP BY with two quantiles over the
   same runs table; the same build with every table copied in (the design not
-  kept) is measured beside it, and the README's example queries on both and on
-  plain DuckDB tables of the same rows;
+  kept) is measured beside it, and the README's example queries on both;
 - the whole ingest (normalization, then the database build) again at each of
   --scales, for its cost per million rows.
 
@@ -46,7 +45,6 @@ from pipelines.bench_report import (
     NORMALIZE,
     QUERIES,
     QUERIES_COPIES,
-    QUERIES_PLAIN,
     READ_ALONE,
     STATS_FLOOR,
     STATS_OUTPUT,
@@ -158,7 +156,6 @@ def _statistics_phases(warehouse: str, rows: int) -> list[Phase]:
     copies = measure(BUILD_COPIES, _phase_command("statistics", warehouse, "copies"), rows=rows)
     queries = measure(QUERIES, _phase_command("queries", warehouse))
     queries_copies = measure(QUERIES_COPIES, _phase_command("queries", warehouse, "copies"))
-    queries_plain = measure(QUERIES_PLAIN, _phase_command("queries-plain", warehouse))
     return [
         stats,
         Phase(STATS_FLOOR, None, floor.detail["sql_s"], floor.cpu_s, floor.peak_rss_mb, rows),
@@ -169,7 +166,6 @@ def _statistics_phases(warehouse: str, rows: int) -> list[Phase]:
         Phase(STATS_SQL_COPIES, STATS_FLOOR, copies.detail["sql_s"], 0.0, copies.peak_rss_mb, rows),
         queries,
         queries_copies,
-        queries_plain,
     ]
 
 
