@@ -48,7 +48,7 @@ CREATE OR REPLACE MACRO side(ratio) AS
 CREATE OR REPLACE MACRO distance_from_par(ratio) AS abs(ln(ratio));
 
 -- The order of a (group, provider)'s runs, (observed_at, run_id), as one
--- number: runs is stored in run_id order (warehouse_db loads it so), so its
+-- number: runs is stored in run_id order (database_build loads it so), so its
 -- rowid stands for run_id, and a HUGEINT compares far faster than a struct.
 -- observed_at is never null: a row without a timestamp is quarantined.
 CREATE OR REPLACE MACRO history_key(observed_at, row_id) AS

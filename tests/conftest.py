@@ -66,7 +66,7 @@ def build_warehouse(warehouse: Path, source: str, cache: Path, branch: str = "ma
 @pytest.fixture(scope="session")
 def real_warehouse(real_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole bundle history ingested once per test session (tables only; build the DuckDB
-    file with pipelines.lib.warehouse_db.build_database if a test needs it)."""
+    file with pipelines.lib.database_build.build_database if a test needs it)."""
     root = tmp_path_factory.mktemp("real-warehouse")
     return build_warehouse(root / "warehouse", str(real_bundle), root / "cache")
 

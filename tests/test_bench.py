@@ -16,7 +16,8 @@ import pytest
 from conftest import liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.lib import parse_fast, schemas, settings, store, synthetic, tables
+from pipelines.bench_report import TARGETS
+from pipelines.lib import external_sort, parse_fast, run_identity, schemas, settings, store, synthetic, tables
 from pipelines.lib.background import ahead
 from pipelines.lib.ingest import staging_dir
 from pipelines.lib.warehouse import (
@@ -38,6 +39,12 @@ RATIOS = (
     "stats_ratio",
     "stats_output_ratio",
     "normalize_read_store_ratio",
+    # Issue 17's target table: every figure a key.
+    "normalize_vs_read_store_ratio",
+    "ingest_ratio",
+    "max_peak_rss_mb",
+    "queries_ratio",
+    "cost_ratio",
 )
 
 
@@ -57,6 +64,8 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
         str(tmp_path / "work"),
         "--source",
         str(upstream_repo.path),
+        "--scales",
+        "500",
     ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=settings.PROJECT_ROOT, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -81,6 +90,21 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     assert "| reading the CSV alone" in done.stdout
     assert phases["materialize real history"]["rows"] == phases["no-change re-run"]["rows"] == 2
     assert phases["statistics (build_database)"]["detail"]["runs"] == counts["runs"]
+    # Every target's figure is a line, the whole ingest is measured at the other scale, every query on every design.
+    for key, _, _ in TARGETS:
+        assert f"\n{key} " in done.stdout, f"no line for {key}"
+    assert set(summary["cost_per_million_s"]) == {"500", str(rows)} and summary["cost_ratio_against_rows"] == 500
+    assert set(summary["peak_rss_mb"]) >= {"normalize (stage + tables)", "statistics (build_database)", "materialize real history"}
+    for key in ("queries_s", "queries_copies_s"):
+        assert set(summary[key]) == {
+            "filter_kernel_gpu_workload",
+            "group_by_gpu",
+            "scorecard",
+            "run_by_run_id",
+            "measurements_of_run",
+            "measurements_one_kernel",
+        }, key
+    assert summary["build_views"]["database_mb"] > 0 and summary["build_copies"]["database_mb"] > 0
     # The file is cached for the next run, and generated the same way each time.
     cached = synthetic.cached_csv(tmp_path / "data", rows)
     assert cached.read_bytes() == synthetic.write_csv(tmp_path / "again.csv", rows).read_bytes()
@@ -114,8 +138,8 @@ def test_streamed_normalization_equals_the_in_memory_one(tmp_path, monkeypatch):
     whole = normalize_into(tmp_path / "whole" / "warehouse", source)
 
     monkeypatch.setattr(parse_fast, "BATCH_BYTES", 8192)
-    monkeypatch.setattr(tables, "BUCKET_ROWS", 200)
-    monkeypatch.setattr(tables, "FLUSH_ROWS", 300)
+    monkeypatch.setattr(external_sort, "BUCKET_ROWS", 200)
+    monkeypatch.setattr(external_sort, "FLUSH_ROWS", 300)
     streamed = normalize_into(tmp_path / "streamed" / "warehouse", source)
 
     assert len(list(staging_dir(streamed).glob("*/rows-*.parquet"))) > 50, "the file was not read in many chunks"
@@ -161,15 +185,15 @@ def test_runs_of_rows_with_distinct_ids_equal_the_general_deduplication(tmp_path
     warehouse = normalize_into(tmp_path / "warehouse", synthetic.write_csv(tmp_path / "synthetic.csv", 3000, seed=5))
     metas = tables.staged_metas(warehouse)
     parts = tables.staged_parts(warehouse, metas, "rows", tables.latest_snapshot_ids(metas, None))
-    rows = pl.concat([tables._with_history(tables._read_part(part, schemas.RUN_ROWS), part) for part in parts])
+    rows = pl.concat([external_sort.with_history(external_sort.read_part(part, schemas.RUN_ROWS), part) for part in parts])
     assert rows["run_id"].is_unique().all()
-    fast, renamed = tables._runs(rows)
+    fast, renamed = run_identity.distinct_runs(rows)
     assert renamed.is_empty()
     with monkeypatch.context() as patched:
-        patched.setattr(tables, "_each_row_a_run", lambda rows: None)
-        general, _ = tables._runs(rows)
+        patched.setattr(run_identity, "each_row_a_run", lambda rows: None)
+        general, _ = run_identity.distinct_runs(rows)
     assert_frame_equal(fast, general, check_exact=True)
     # A repeated id (the same run in a later snapshot) is left to the general deduplication.
-    again = pl.concat([rows, rows.head(5).with_columns(pl.col("_order") + tables.ROWS_PER_SNAPSHOT)])
-    assert tables._each_row_a_run(again) is None
-    assert tables._runs(again)[0].height == rows.height
+    again = pl.concat([rows, rows.head(5).with_columns(pl.col("_order") + external_sort.ROWS_PER_SNAPSHOT)])
+    assert run_identity.each_row_a_run(again) is None
+    assert run_identity.distinct_runs(again)[0].height == rows.height

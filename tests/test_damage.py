@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
-from pipelines.lib import checks, ingest, settings, store, tables, warehouse_db
+from pipelines.lib import checks, database_build, ingest, settings, store, tables, warehouse_db
 from pipelines.lib.upstream_changes import check_upstream
 from pipelines.lib.warehouse import (
     LISTING,
@@ -61,7 +61,7 @@ def run_next(warehouse: Path, cache: Path, source: str) -> None:
     with store.writer_lock(warehouse):
         build_tables(warehouse, list(recorded_listing(warehouse).files_at_head))
     with store.writer_lock(warehouse):
-        warehouse_db.build_database_if_changed(warehouse, BASELINES)
+        database_build.build_database_if_changed(warehouse, BASELINES)
 
 
 def read_tables(warehouse: Path) -> dict[str, pl.DataFrame]:
@@ -258,7 +258,7 @@ STATE_DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", STATE_DAMAGES)
-@pytest.mark.parametrize("state", [tables.STATE, warehouse_db.STATE])
+@pytest.mark.parametrize("state", [tables.STATE, database_build.STATE])
 def test_a_damaged_state_file_means_a_rebuild(clean, tmp_path, state, damage):
     warehouse, cache = clean.copy(tmp_path / "w")
     STATE_DAMAGES[damage](warehouse / state)
@@ -271,7 +271,7 @@ def test_a_damaged_table_is_named_when_the_statistics_run_alone(clean, tmp_path)
     warehouse, _ = clean.copy(tmp_path / "w")
     truncated(warehouse / "runs.parquet")
     with pytest.raises(store.DamagedFile) as caught:
-        warehouse_db.build_database_if_changed(warehouse, BASELINES)
+        database_build.build_database_if_changed(warehouse, BASELINES)
     assert_one_clear_line(str(caught.value), str(warehouse / "runs.parquet"))
 
 
@@ -283,7 +283,7 @@ def test_a_table_damaged_inside_is_named_by_the_statistics_and_rebuilt_by_the_ne
     data[4:pages_end] = os.urandom(pages_end - 4)
     table.write_bytes(bytes(data))
     with pytest.raises(store.DamagedFile) as caught:
-        warehouse_db.build_database_if_changed(warehouse, BASELINES)
+        database_build.build_database_if_changed(warehouse, BASELINES)
     assert_one_clear_line(str(caught.value), str(table))
     run_next(warehouse, cache, clean.source)
     clean.assert_equal(warehouse)

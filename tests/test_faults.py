@@ -23,7 +23,7 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 from robustness_tally import trial
 
-from pipelines.lib import checks, settings, store, warehouse_db
+from pipelines.lib import checks, database_build, settings, store, warehouse_db
 from pipelines.lib.source import open_source
 from pipelines.lib.source_git import GitSource
 from pipelines.lib.source_types import SourceError
@@ -52,7 +52,7 @@ BASELINES = settings.DEFAULT_BASELINES
 INGEST = """
 import sys
 from pathlib import Path
-from pipelines.lib import settings, store, warehouse_db
+from pipelines.lib import settings, store, database_build, warehouse_db
 from pipelines.lib.warehouse import SourceSettings, build_tables, stage_new, sync
 
 warehouse, source, cache = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
@@ -72,7 +72,7 @@ with store.writer_lock(warehouse):
     build_tables(warehouse, list(listing.files_at_head))
 phase("database")
 with store.writer_lock(warehouse):
-    warehouse_db.build_database_if_changed(warehouse, settings.DEFAULT_BASELINES)
+    database_build.build_database_if_changed(warehouse, settings.DEFAULT_BASELINES)
 phase("done")
 """
 
@@ -111,7 +111,7 @@ def ingest_now(warehouse: Path, cache: Path, source: str) -> None:
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)
         build_tables(warehouse, list(listing.files_at_head))
-        warehouse_db.build_database_if_changed(warehouse, BASELINES)
+        database_build.build_database_if_changed(warehouse, BASELINES)
 
 
 def read_tables(warehouse: Path) -> dict[str, pl.DataFrame]:
@@ -300,7 +300,7 @@ def test_disk_full_in_the_middle_of_any_parquet_write(history, tmp_path):
         ("pipelines.lib.store.write_bytes_atomic", store.JOURNAL),
         ("pipelines.lib.store.write_bytes_atomic", "_state.json"),
         ("pipelines.lib.store.write_bytes_atomic", "_source.json"),
-        ("pipelines.lib.warehouse_db._create_statistics", None),
+        ("pipelines.lib.database_build._create_statistics", None),
     ],
     ids=["journal", "table state", "source listing", "database build"],
 )

@@ -11,7 +11,7 @@ from conftest import build_warehouse, git, liger_csv, liger_row
 from test_materialize import load_defs
 from test_report import site_pages
 
-from pipelines.lib import bmf, display, metadata, settings, warehouse_db
+from pipelines.lib import bmf, database_build, display, metadata, settings
 from pipelines.lib.report import build_report, html, sweeps
 from pipelines.orchestration.materialize import ingest
 
@@ -57,7 +57,7 @@ def commit_with_subject(repo, files: dict[str, str], subject: str) -> None:
 def test_a_huge_field_makes_a_report_of_short_file_names_and_bounded_files(upstream_repo, tmp_path):
     upstream_repo.commit({DATA: liger_csv(*hostile_rows())}, "hostile")
     warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
-    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    database_build.build_database(warehouse, settings.DEFAULT_BASELINES)
     summary = build_report(warehouse)
     assert len(summary.kernel_pages) == 2 and len(summary.gpus) == 2
     for path in summary.folder.rglob("*"):

@@ -11,7 +11,7 @@ import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.lib import store, warehouse_db
+from pipelines.lib import database_build, store, warehouse_db
 from pipelines.lib.warehouse import (
     TABLE_NAMES,
     SourceSettings,
@@ -103,7 +103,7 @@ def test_bundle_history_replayed_commit_by_commit_equals_one_shot(real_bundle, t
 
     # The statistics read only the tables, so they agree too.
     for folder in (warehouse, tmp_path / "at-once"):
-        warehouse_db.build_database(folder, ["huggingface", "torch"])
+        database_build.build_database(folder, ["huggingface", "torch"])
     for name in warehouse_db.STATISTICS:
         sql = f"SELECT * FROM {name} ORDER BY ALL"
         assert warehouse_db.query(warehouse, sql).rows == warehouse_db.query(tmp_path / "at-once", sql).rows, name

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from conftest import build_warehouse, liger_csv, liger_row
 
-from pipelines.lib import checks, settings, store, warehouse_db
+from pipelines.lib import checks, database_build, settings, store, warehouse_db
 from pipelines.lib.warehouse import TABLE_NAMES
 
 # Slow tier (materializations killed mid-write, each a process of its own): `pytest -m 'not slow'` leaves these out.
@@ -107,7 +107,7 @@ def test_sigkill_mid_write_leaves_the_previous_warehouse(upstream_repo, tmp_path
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
     warehouse = tmp_path / "warehouse"
     build_warehouse(warehouse, str(upstream_repo.path), tmp_path / "cache")
-    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    database_build.build_database(warehouse, settings.DEFAULT_BASELINES)
     before = fingerprints(warehouse)
 
     more = [liger_row(x_value=str(1024 * k), timestamp="2025-02-01 00:00:00") for k in range(2, 40)]
@@ -134,7 +134,7 @@ def test_sigkill_mid_write_leaves_the_previous_warehouse(upstream_repo, tmp_path
 
     # The next writer sweeps what the killed run left and lands the new data.
     build_warehouse(warehouse, str(upstream_repo.path), tmp_path / "cache")
-    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    database_build.build_database(warehouse, settings.DEFAULT_BASELINES)
     assert not list(warehouse.glob(f".*{store.TMP_MARK}*"))
     assert_tables_valid(warehouse, runs=40)
     assert_database_valid(warehouse, runs=40)

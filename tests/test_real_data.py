@@ -82,7 +82,8 @@ def test_ndjson_resources(real_warehouse):
 
 
 def test_cpo_loss_group_shows_liger_faster_than_huggingface(real_warehouse):
-    from pipelines.lib.warehouse_db import build_database, query
+    from pipelines.lib.database_build import build_database
+    from pipelines.lib.warehouse_db import query
 
     build_database(real_warehouse, ["huggingface", "torch"])
     rows = query(

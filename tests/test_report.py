@@ -26,7 +26,7 @@ from conftest import build_warehouse, liger_csv, liger_row
 from pipelines.__main__ import main
 from pipelines.defs.exports.report import report as report_asset
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import settings, store, warehouse_db
+from pipelines.lib import database_build, settings, store, warehouse_db
 from pipelines.lib.report import (
     build,
     build_report,
@@ -109,7 +109,7 @@ def site_pages(folder: Path) -> dict[Path, Page]:
 @pytest.fixture(scope="module")
 def real_report(real_warehouse: Path) -> ReportSummary:
     with store.writer_lock(real_warehouse):
-        warehouse_db.build_database(real_warehouse, settings.DEFAULT_BASELINES)
+        database_build.build_database(real_warehouse, settings.DEFAULT_BASELINES)
         return build_report(real_warehouse)
 
 
@@ -653,7 +653,7 @@ def small_warehouse(upstream_repo, tmp_path) -> Path:
     second = small_rows("2025-02-01 10:00:00", {1024: "0.8", 2048: "0.6", 4096: "0.4"})
     upstream_repo.commit({DATA: liger_csv(*second)}, "two")
     warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
-    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    database_build.build_database(warehouse, settings.DEFAULT_BASELINES)
     return warehouse
 
 
@@ -826,7 +826,7 @@ def test_report_command_builds_when_needed_and_prints_the_path(small_warehouse, 
     assert out.strip() == str(index) and "built" not in err
     assert (report_dir(small_warehouse) / "build.json").read_text() == stamp
 
-    warehouse_db.build_database(small_warehouse, settings.DEFAULT_BASELINES)  # newer statistics
+    database_build.build_database(small_warehouse, settings.DEFAULT_BASELINES)  # newer statistics
     assert main(["report"]) == 0
     assert "built" in capsys.readouterr().err
 
@@ -872,7 +872,7 @@ def test_a_warehouse_of_failed_runs_still_makes_a_report(upstream_repo, tmp_path
     failed = [liger_row(y50="", y20="", y80=""), liger_row(provider="huggingface", y50="")]
     upstream_repo.commit({DATA: liger_csv(*failed)}, "failed")
     warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
-    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    database_build.build_database(warehouse, settings.DEFAULT_BASELINES)
     summary = build_report(warehouse)
     site = site_pages(summary.folder)
     index = site[summary.index.resolve()]

@@ -16,7 +16,7 @@ from conftest import FILE_GLOB, build_warehouse, liger_csv, liger_row
 from robustness_tally import trial
 
 from pipelines.__main__ import main
-from pipelines.lib import settings, warehouse_db
+from pipelines.lib import database_build, settings, warehouse_db
 from pipelines.lib.source import open_source
 from pipelines.lib.source_git import GitSource
 from pipelines.lib.source_types import SourceError
@@ -169,7 +169,7 @@ def small_database(tmp_path_factory) -> Path:
     repo = UpstreamRepo(root / "upstream")
     repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
     warehouse = build_warehouse(root / "warehouse", str(repo.path), root / "cache")
-    warehouse_db.build_database(warehouse, settings.DEFAULT_BASELINES)
+    database_build.build_database(warehouse, settings.DEFAULT_BASELINES)
     return warehouse
 
 

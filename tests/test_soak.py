@@ -24,7 +24,7 @@ from test_operations import tick, warehouse_resource
 from test_webserver import instance_home
 
 from pipelines.__main__ import main
-from pipelines.lib import checks, settings, warehouse_db
+from pipelines.lib import checks, database_build, settings, warehouse_db
 from pipelines.lib.warehouse import TABLE_NAMES
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -167,7 +167,7 @@ def test_thirty_days_of_unattended_ingest(upstream_repo, tmp_path, monkeypatch):
     journal.append(f"after the last day: materialized; {last_good_is_readable(warehouse, settled=True)}")
 
     fresh = build_warehouse(tmp_path / "fresh", str(upstream_repo.path), tmp_path / "fresh-cache")
-    warehouse_db.build_database(fresh, settings.DEFAULT_BASELINES)
+    database_build.build_database(fresh, settings.DEFAULT_BASELINES)
     for name in TABLE_NAMES:
         assert_frame_equal(pl.read_parquet(warehouse / f"{name}.parquet"), pl.read_parquet(fresh / f"{name}.parquet"), check_exact=True)
     for name in warehouse_db.STATISTICS:

@@ -22,6 +22,7 @@ from pipelines.defs.statistics.assets import statistics
 from pipelines.lib import (
     canonical,
     cli_queries,
+    database_build,
     schemas,
     settings,
     warehouse_db,
@@ -139,7 +140,7 @@ def write_warehouse(warehouse_dir: Path, runs: list[dict]) -> None:
 @pytest.fixture
 def warehouse_dir(tmp_path: Path) -> Path:
     write_warehouse(tmp_path, fixture_runs())
-    warehouse_db.build_database(tmp_path, BASELINES)
+    database_build.build_database(tmp_path, BASELINES)
     return tmp_path
 
 
@@ -174,7 +175,7 @@ def sigma(p20: float, p80: float) -> float:
 
 
 def test_build_makes_every_table_and_statistic(warehouse_dir: Path) -> None:
-    counts = warehouse_db.build_database(warehouse_dir, BASELINES)
+    counts = database_build.build_database(warehouse_dir, BASELINES)
     assert set(counts) == set(warehouse_db.TABLES) | set(warehouse_db.STATISTICS)
     assert counts["runs"] == len(fixture_runs())
     assert counts["measurements"] == 0
@@ -187,7 +188,7 @@ def test_build_without_a_table_names_it(tmp_path: Path) -> None:
     write_warehouse(tmp_path, fixture_runs())
     (tmp_path / "quarantine.parquet").unlink()
     with pytest.raises(warehouse_db.WarehouseMissing, match="quarantine"):
-        warehouse_db.build_database(tmp_path, BASELINES)
+        database_build.build_database(tmp_path, BASELINES)
     assert not warehouse_db.database_path(tmp_path).exists()
     assert not list(tmp_path.glob(".warehouse.duckdb.*"))
 
@@ -199,7 +200,7 @@ def test_a_table_may_be_a_folder_of_parquet_files(tmp_path: Path) -> None:
     everything = fixture_runs()
     pl.DataFrame(everything[:10], schema=schemas.RUNS).write_parquet(tmp_path / "runs" / "part-0.parquet")
     pl.DataFrame(everything[10:], schema=schemas.RUNS).write_parquet(tmp_path / "runs" / "part-1.parquet")
-    assert warehouse_db.build_database(tmp_path, BASELINES)["runs"] == len(everything)
+    assert database_build.build_database(tmp_path, BASELINES)["runs"] == len(everything)
 
 
 def test_query_is_read_only(warehouse_dir: Path) -> None:
@@ -230,8 +231,8 @@ def test_statistics_do_not_depend_on_the_order_of_runs(tmp_path: Path, monkeypat
     their run_ids, which must still decide which one is the latest and which one came before.
     """
     in_order: list[bool] = []
-    check = warehouse_db._runs_in_run_id_order
-    monkeypatch.setattr(warehouse_db, "_runs_in_run_id_order", lambda con: in_order.append(check(con)) or in_order[-1])
+    check = database_build._runs_in_run_id_order
+    monkeypatch.setattr(database_build, "_runs_in_run_id_order", lambda con: in_order.append(check(con)) or in_order[-1])
     runs = fixture_runs()
     found = {}
     for order, ordered in {
@@ -240,7 +241,7 @@ def test_statistics_do_not_depend_on_the_order_of_runs(tmp_path: Path, monkeypat
         "reversed": sorted(runs, key=lambda r: r["run_id"], reverse=True),
     }.items():
         write_warehouse(tmp_path / order, ordered)
-        warehouse_db.build_database(tmp_path / order, BASELINES)
+        database_build.build_database(tmp_path / order, BASELINES)
         found[order] = statistics_of(tmp_path / order)
     assert in_order == [False, True, False]
     assert found["sorted"] == found["fixture"] == found["reversed"]
@@ -347,16 +348,16 @@ def test_a_metric_of_unknown_direction_has_no_ratio(warehouse_dir: Path) -> None
 
 def test_the_baseline_list_is_configuration(tmp_path: Path) -> None:
     write_warehouse(tmp_path, fixture_runs())
-    warehouse_db.build_database(tmp_path, ["torch", "huggingface"])
+    database_build.build_database(tmp_path, ["torch", "huggingface"])
     liger = by_provider(tmp_path, "a-hf-1")["liger"]
     assert (liger["baseline_provider"], liger["ratio"]) == ("torch", pytest.approx(150 / 100))
-    warehouse_db.build_database(tmp_path, [])
+    database_build.build_database(tmp_path, [])
     assert by_provider(tmp_path, "a-hf-1")["liger"]["ratio"] is None
 
 
 def test_a_provider_name_cannot_inject_sql(tmp_path: Path) -> None:
     write_warehouse(tmp_path, fixture_runs())
-    warehouse_db.build_database(tmp_path, ["x'); DROP TABLE runs; --", "huggingface"])
+    database_build.build_database(tmp_path, ["x'); DROP TABLE runs; --", "huggingface"])
     assert by_provider(tmp_path, "a-hf-1")["liger"]["baseline_provider"] == "huggingface"
 
 
@@ -531,7 +532,7 @@ def test_checks_catch_broken_statistics(warehouse_dir: Path) -> None:
 
 
 def test_compare_in_human_units(warehouse_dir: Path) -> None:
-    found = warehouse_db.compare(warehouse_dir, "swiglu", "H100", metric="speed")
+    found = cli_queries.compare(warehouse_dir, "swiglu", "H100", metric="speed")
     assert len(found) == 8 * 2 + 2
     first = found[:3]  # seq 128, best first
     assert [(r["x_value"], r["provider"], r["value"], r["unit"], r["noise"]) for r in first] == [
@@ -541,7 +542,7 @@ def test_compare_in_human_units(warehouse_dir: Path) -> None:
     ]
     assert [r["ratio"] for r in first] == pytest.approx([1.25, 1.0, 0.5])
     assert [r["x_value"] for r in found][-2:] == ["16384", "16384"], "workloads in numeric x order"
-    memory = warehouse_db.compare(warehouse_dir, "swiglu", "H100", metric="memory")
+    memory = cli_queries.compare(warehouse_dir, "swiglu", "H100", metric="memory")
     assert [(r["provider"], r["value"], r["unit"], r["ratio"]) for r in memory] == [
         ("liger", 1.0, "MiB", 2.0),
         ("huggingface", 2.0, "MiB", 1.0),
@@ -549,14 +550,14 @@ def test_compare_in_human_units(warehouse_dir: Path) -> None:
 
 
 def test_compare_provider_filter_keeps_the_baseline(warehouse_dir: Path) -> None:
-    found = warehouse_db.compare(warehouse_dir, "swiglu", "H100", pass_="forward", metric="speed", providers=["torch"])
+    found = cli_queries.compare(warehouse_dir, "swiglu", "H100", pass_="forward", metric="speed", providers=["torch"])
     assert [(r["x_value"], r["provider"]) for r in found] == [
         ("128", "huggingface"),
         ("128", "torch"),
         ("256", "huggingface"),
         ("256", "torch"),
     ]
-    assert warehouse_db.compare(warehouse_dir, "swiglu", "H100", pass_="full") == []
+    assert cli_queries.compare(warehouse_dir, "swiglu", "H100", pass_="full") == []
 
 
 def cli(*argv: str) -> argparse.Namespace:
@@ -637,19 +638,19 @@ def test_sql_works_while_a_build_is_running(warehouse_dir: Path, monkeypatch: py
     write_warehouse(warehouse_dir, [*fixture_runs(), run("liger", 70, run_id="new-run", x=("batch", 128))])
 
     building, release = threading.Event(), threading.Event()
-    create_statistics = warehouse_db._create_statistics
+    create_statistics = database_build._create_statistics
 
     def paused_create_statistics(con, baselines):
         building.set()
         assert release.wait(timeout=60)
         create_statistics(con, baselines)
 
-    monkeypatch.setattr(warehouse_db, "_create_statistics", paused_create_statistics)
+    monkeypatch.setattr(database_build, "_create_statistics", paused_create_statistics)
     outcome: dict = {}
 
     def rebuild() -> None:
         try:
-            outcome["counts"] = warehouse_db.build_database(warehouse_dir, BASELINES)
+            outcome["counts"] = database_build.build_database(warehouse_dir, BASELINES)
         except BaseException as exc:  # handed to the test thread
             outcome["error"] = exc
 

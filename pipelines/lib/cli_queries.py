@@ -20,7 +20,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from pipelines.lib import metadata, settings, warehouse_db
+from pipelines.lib import metadata, settings, sql_files, warehouse_db
 from pipelines.lib.warehouse_db import Result
 
 NULL_TEXT = "NULL"
@@ -186,8 +186,8 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def run_compare(args: argparse.Namespace) -> int:
     warehouse_dir = _warehouse_dir(args)
-    rows = warehouse_db.compare(warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers)
-    gpus = [] if rows else warehouse_db.gpus_for_kernel(warehouse_dir, args.kernel)
+    rows = compare(warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers)
+    gpus = [] if rows else gpus_for_kernel(warehouse_dir, args.kernel)
     if not rows:
         hint = f"; GPUs with {args.kernel}: {', '.join(gpus)}" if gpus else f"; no passed runs of {args.kernel} at all"
         print(f"no comparisons match {args.kernel} on {args.gpu}{hint}", file=sys.stderr)
@@ -201,8 +201,37 @@ COMPARISON_COLUMNS = ["provider", "value", "p20..p80", "ratio", "noise", "versio
 COMPARISON_RIGHT = [False, True, True, True, False, False, False]
 
 
+def compare(
+    warehouse_dir: Path,
+    kernel: str,
+    gpu: str,
+    pass_: str | None = None,
+    metric: str | None = None,
+    providers: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Per workload, each provider's latest run in ms or MiB with its ratio to the baseline."""
+    params = {
+        "kernel": kernel,
+        "gpu": gpu,
+        "pass": pass_,
+        "metric": metric,
+        "providers": list(providers) if providers else None,
+    }
+    return warehouse_db.query(warehouse_dir, sql_files.text("queries/compare"), params).records()
+
+
+def gpus_for_kernel(warehouse_dir: Path, kernel: str) -> list[str]:
+    """The GPUs with a comparison for this kernel, to suggest when compare finds nothing."""
+    result = warehouse_db.query(
+        warehouse_dir,
+        "SELECT DISTINCT gpu_name FROM provider_comparisons WHERE kernel = ? ORDER BY gpu_name",
+        [kernel],
+    )
+    return [row[0] for row in result.rows]
+
+
 def format_comparison(rows: Sequence[dict[str, Any]]) -> str:
-    """Rows of `warehouse_db.compare`, one block per workload with a line per provider, best first.
+    """Rows of `cli_queries.compare`, one block per workload with a line per provider, best first.
 
     ratio is the baseline's value over this one (above 1: better than the baseline).
     """

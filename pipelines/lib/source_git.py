@@ -18,6 +18,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipelines.lib import store
 from pipelines.lib.settings import DEFAULT_FILE_GLOB
 from pipelines.lib.source_address import git_url
 from pipelines.lib.source_retry import cache_lock, with_retries
@@ -97,8 +98,12 @@ class GitSource:
     def sync(self) -> None:
         """Clone into the cache once, fetch on later runs; a broken cache is cloned anew."""
         with cache_lock(self.clone_dir):
-            for stale in self.clone_dir.parent.glob(f"{self._staging_prefix}*"):
-                shutil.rmtree(stale, ignore_errors=True)  # left by a killed clone
+            # Left by a killed clone: its staging, or the old clone it was swapping out (store.swap_folder).
+            for stale in [
+                *self.clone_dir.parent.glob(f"{self._staging_prefix}*"),
+                *self.clone_dir.parent.glob(f".{self.clone_dir.name}{store.TMP_MARK}*"),
+            ]:
+                shutil.rmtree(stale, ignore_errors=True)
             if self.clone_dir.is_dir() and self._fetch():
                 return
             self._fresh_clone()
@@ -148,11 +153,7 @@ class GitSource:
             # A bundle clone names the branch but may not keep it under refs/heads.
             if _git(["rev-parse", "--verify", "--quiet", self._ref], staging).returncode != 0:
                 raise BranchNotFound(self.source, self.branch)
-            if self.clone_dir.is_dir():
-                shutil.rmtree(self.clone_dir, ignore_errors=True)
-            else:
-                self.clone_dir.unlink(missing_ok=True)
-            os.replace(staging, self.clone_dir)
+            store.swap_folder(staging, self.clone_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

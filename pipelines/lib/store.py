@@ -144,7 +144,9 @@ class ParquetAppender:
     write than polars' default and reads back the same. Columns named `unique` (nearly every value
     distinct) get no dictionary, which would only be built to be dropped, and, when they are texts,
     no min/max statistics, which cost as much as compressing them and prune nothing. The other
-    columns' dictionaries make the file cheaper to write and to read back. A file that is not `durable`
+    columns' dictionaries make the file cheaper to write and to read back. The column the rows arrive
+    `sorted_by` keeps its min/max statistics even when unique: each row group then covers its own range
+    of values, and a lookup by that column (a run by run_id) reads one row group, not all. A file that is not `durable`
     (scratch, deleted before the run ends) is not flushed to disk when closed.
     """
 
@@ -156,6 +158,7 @@ class ParquetAppender:
         compression: str = "zstd",
         statistics: bool = True,
         durable: bool = True,
+        sorted_by: str | None = None,
     ):
         self.path = path
         self.rows = 0
@@ -166,7 +169,7 @@ class ParquetAppender:
             self._schema,
             compression=compression,
             use_dictionary=[c for c in schema if c not in unique],
-            write_statistics=[c for c in schema if not (c in unique and schema[c] == pl.String)] if statistics else False,
+            write_statistics=[c for c in schema if c == sorted_by or not (c in unique and schema[c] == pl.String)] if statistics else False,
         )
 
     def __enter__(self) -> ParquetAppender:

@@ -1,7 +1,7 @@
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import cli_queries, sql_files, store, warehouse_db
+from pipelines.lib import cli_queries, database_build, sql_files, store, warehouse_db
 from pipelines.lib.metadata import markdown_table
 
 GROUP = "statistics"
@@ -43,7 +43,7 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """
     # The writer lock: the tables are read as one consistent set, never mid-commit.
     with store.writer_lock(warehouse.path):
-        rebuilt, counts = warehouse_db.build_database_if_changed(warehouse.path, warehouse.baselines)
+        rebuilt, counts = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
     database = warehouse_db.database_path(warehouse.path)
     context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
     with warehouse_db.session(warehouse.path) as reader:

@@ -1,0 +1,162 @@
+"""The bench's figures: each phase measured, the ratios of issue 17's target table, and the text table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CSV_FLOOR = "floor: polars CSV -> zstd Parquet"
+NORMALIZE = "normalize (stage + tables)"
+READ_ALONE = "reading the CSV alone"
+STORE_ALONE = "storing the tables' rows alone"
+BUILD = "statistics (build_database)"
+BUILD_COPIES = "build_database, every table copied"
+STATS_FLOOR = "floor: DuckDB GROUP BY, 2 quantiles"
+STATS_OUTPUT = "storing the statistics' rows alone"
+STATS_SQL = "statistics SQL alone"
+STATS_SQL_COPIES = "statistics SQL alone, every table copied"
+QUERIES = "README queries on warehouse.duckdb"
+QUERIES_COPIES = "README queries, every table copied"
+DAGSTER_FLOOR = "floor: trivial 3-asset Dagster run"
+MATERIALIZE = "materialize real history"
+NOOP = "no-change re-run"
+# The pipeline's own phases, whose peak RSS the target bounds (floors and references are not the pipeline).
+PIPELINE_PHASES = (NORMALIZE, BUILD, MATERIALIZE, NOOP)
+# (key, what it is, issue 17's target): one line each, and a JSON key each.
+TARGETS = (
+    ("normalize_vs_read_store_ratio", "normalization / (reading the CSV alone + storing the tables alone)", 1.4),
+    ("ingest_ratio", "whole ingest (normalization + database build with statistics) / polars floor", 6.0),
+    ("stats_output_ratio", "statistics SQL / storing the statistics' rows alone", 1.5),
+    ("max_peak_rss_mb", "peak RSS of any phase (MB)", 1536.0),
+    ("materialize_ratio", "materialize real history / trivial Dagster run", 3.0),
+    ("noop_ratio", "no-change re-run / trivial Dagster run", 1.5),
+    ("queries_ratio", "README example queries / the same on DuckDB tables, every table copied (worst query)", 1.5),
+    ("cost_ratio", "cost per million rows of the whole ingest, N rows against the smallest scale", 1.2),
+)
+
+
+@dataclass
+class Phase:
+    name: str
+    floor: str | None  # the phase it is set against
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    rows: int | None = None
+    detail: dict | None = None
+
+    @property
+    def s_per_million(self) -> float | None:
+        return self.wall_s / self.rows * 1e6 if self.rows else None
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 2) if value is not None else None
+
+
+def _divide(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
+    by_name = {p.name: p for p in phases}
+
+    def wall(name: str) -> float | None:
+        return by_name[name].wall_s if name in by_name else None
+
+    def ratio(name: str) -> float | None:
+        phase = by_name.get(name)
+        return _round(_divide(phase.wall_s, wall(phase.floor))) if phase and phase.floor else None
+
+    read_store = wall(READ_ALONE) + wall(STORE_ALONE) if READ_ALONE in by_name and STORE_ALONE in by_name else None
+    ingest = wall(NORMALIZE) + wall(BUILD) if BUILD in by_name else None
+    build = by_name.get(BUILD)
+    summary: dict[str, object] = {
+        "normalize_ratio": ratio(NORMALIZE),
+        "normalize_peak_rss_mb": _round(by_name[NORMALIZE].peak_rss_mb) if NORMALIZE in by_name else None,
+        "materialize_ratio": ratio(MATERIALIZE),
+        "noop_ratio": ratio(NOOP),
+        "stats_ratio": ratio(STATS_SQL),
+        "stats_output_ratio": _round(_divide(wall(STATS_SQL), wall(STATS_OUTPUT))),
+        "normalize_read_store_ratio": _round(_divide(read_store, wall(CSV_FLOOR))),
+        "normalize_vs_read_store_ratio": _round(_divide(wall(NORMALIZE), read_store)),
+        "ingest_s": _round(ingest),
+        "ingest_parts_s": {
+            "normalize": _round(wall(NORMALIZE)),
+            "database_load": _round(build.detail["load_s"]) if build else None,
+            "statistics_sql": _round(build.detail["sql_s"]) if build else None,
+            "database_build": _round(wall(BUILD)),
+        },
+        "ingest_ratio": _round(_divide(ingest, wall(CSV_FLOOR))),
+        "peak_rss_mb": {p.name: _round(p.peak_rss_mb) for p in phases},
+        "max_peak_rss_mb": _round(max((by_name[n].peak_rss_mb for n in PIPELINE_PHASES if n in by_name), default=None)),
+    }
+    summary.update(_query_ratios(by_name))
+    summary.update(_costs(phases, rows))
+    return summary
+
+
+def _query_ratios(by_name: dict[str, Phase]) -> dict[str, object]:
+    """Each README query on warehouse.duckdb against the same query with every table a DuckDB table (the
+    plain tables' reference), and the build of either design: the figures that decided PARQUET_VIEWS."""
+    if QUERIES not in by_name or QUERIES_COPIES not in by_name:
+        return {"queries_ratio": None}
+    kept, copies = by_name[QUERIES].detail, by_name[QUERIES_COPIES].detail
+    each = {q: _round(_divide(s, copies[q])) for q, s in kept.items()}
+    found: dict[str, object] = {
+        "queries_s": {q: round(s, 4) for q, s in kept.items()},
+        "queries_copies_s": {q: round(s, 4) for q, s in copies.items()},
+        "queries_ratios": each,
+        "queries_ratio": max(each.values()),
+    }
+    for key, name in (("views", BUILD), ("copies", BUILD_COPIES)):
+        detail = by_name[name].detail
+        found[f"build_{key}"] = {
+            "wall_s": _round(by_name[name].wall_s),
+            "cpu_s": _round(by_name[name].cpu_s),
+            "load_s": _round(detail["load_s"]),
+            "sql_s": _round(detail["sql_s"]),
+            "database_mb": _round(detail["database_mb"]),
+            "peak_rss_mb": _round(by_name[name].peak_rss_mb),
+        }
+    return found
+
+
+def _costs(phases: list[Phase], rows: int) -> dict[str, object]:
+    """Seconds per million rows of the whole ingest at every size measured, and N's against the smallest's."""
+    totals: dict[int, float] = {}
+    for phase in phases:
+        for name in (NORMALIZE, BUILD):
+            if phase.rows and (phase.name == name or phase.name.startswith(f"{name} at ")):
+                totals[phase.rows] = totals.get(phase.rows, 0.0) + phase.wall_s
+    per_million = {size: seconds / size * 1e6 for size, seconds in sorted(totals.items())}
+    smallest = min(per_million, default=None)
+    return {
+        "cost_per_million_s": {str(size): round(s, 2) for size, s in per_million.items()},
+        "cost_ratio": _round(_divide(per_million.get(rows), per_million.get(smallest))) if smallest != rows else None,
+        "cost_ratio_against_rows": smallest,
+    }
+
+
+def target_lines(summary: dict[str, object]) -> list[str]:
+    lines = []
+    for key, what, target in TARGETS:
+        value = summary.get(key)
+        verdict = "not measured" if value is None else ("met" if value <= target else "missed")
+        lines.append(f"{key} {value} (target at most {target:g}: {verdict}): {what}")
+    return lines
+
+
+def table(phases: list[Phase]) -> str:
+    """The phases as a markdown table, its cells padded so that it reads as columns in a terminal too."""
+    from pipelines.lib.metadata import markdown_table  # polars with it: the phases' processes need neither
+
+    by_name = {p.name: p for p in phases}
+    head = [f"{'phase':44}", f"{'wall s':>8}", f"{'s / M rows':>10}", f"{'CPU s':>7}", f"{'peak RSS MB':>11}", f"{'ratio to floor':>14}"]
+    rows = []
+    for p in phases:
+        floor = by_name.get(p.floor) if p.floor else None
+        ratio = f"{p.wall_s / floor.wall_s:.2f}x" if floor and floor.wall_s > 0 else ("floor" if p.name.startswith("floor") else "")
+        per_million = f"{p.s_per_million:.2f}" if p.s_per_million is not None else ""
+        cpu = f"{p.cpu_s:.1f}" if p.cpu_s else ""
+        rows.append([f"{p.name:44}", f"{p.wall_s:8.2f}", f"{per_million:>10}", f"{cpu:>7}", f"{p.peak_rss_mb:11.0f}", f"{ratio:>14}"])
+    return markdown_table(head, rows, width=None)
