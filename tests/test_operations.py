@@ -15,6 +15,7 @@ from pipelines.defs.source.schedules import daily_ingest, ingest_everything
 from pipelines.defs.source.sensors import upstream_data_sensor
 from pipelines.lib.source_types import SourceError
 from pipelines.lib.upstream_changes import SENSOR_CACHE
+from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
@@ -33,24 +34,25 @@ def warehouse_resource(path: Path, source: str, cache: Path) -> Warehouse:
 
 @pytest.fixture
 def setup(upstream_repo, tmp_path):
-    """An upstream with one data commit, ingested into a warehouse."""
+    """An upstream with one data commit, and a warehouse to ingest it into."""
     upstream_repo.commit({DATA: liger_csv(liger_row()), "README.md": "bench\n"}, "first data")
     warehouse = warehouse_resource(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
-    build_warehouse(warehouse.path, warehouse.source, Path(warehouse.cache_dir))
     return upstream_repo, warehouse
 
 
-def tick(warehouse: Warehouse, cursor: str | None, instance: dg.DagsterInstance) -> dg.SensorResult:
-    context = dg.build_sensor_context(cursor=cursor, instance=instance, resources={"warehouse": warehouse})
-    return upstream_data_sensor(context)
+_LOADED: dict[tuple[int, int], tuple[Warehouse, dg.DagsterInstance, dg.Definitions]] = {}
 
 
-def head(repo) -> str:
-    return git(repo.path, "rev-parse", "HEAD")
+def definitions_for(warehouse: Warehouse, instance: dg.DagsterInstance) -> dg.Definitions:
+    """The code location's definitions with the test's warehouse, as a code server loads them: once per
+    instance (a schedule's context opens instances of its own, which loading again would bind to)."""
+    key = (id(warehouse), id(instance))
+    if key not in _LOADED:
+        _LOADED[key] = (warehouse, instance, _load(warehouse, instance))
+    return _LOADED[key][2]
 
 
-def run_request(warehouse: Warehouse, request: dg.RunRequest, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
-    """Execute what the sensor asked for: the job it targets, with the test's warehouse."""
+def _load(warehouse: Warehouse, instance: dg.DagsterInstance) -> dg.Definitions:
     from dagster._core.storage.defs_state.base import set_defs_state_storage
 
     from pipelines.definitions import defs
@@ -63,10 +65,69 @@ def run_request(warehouse: Warehouse, request: dg.RunRequest, instance: dg.Dagst
             assets=loaded.assets,
             asset_checks=loaded.asset_checks,
             jobs=[ingest_everything],
+            schedules=[daily_ingest],
+            sensors=[upstream_data_sensor],
             resources={"warehouse": warehouse},
         )
-        job = definitions.resolve_job_def(upstream_data_sensor.job_name)
-    return job.execute_in_process(instance=instance, tags=request.tags, run_config=request.run_config)
+        definitions.get_repository_def()  # built (and kept) here, against this instance's defs state
+        return definitions
+
+
+def ingested(warehouse: Warehouse, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
+    """The warehouse brought up to upstream through Dagster, as `python -m pipelines materialize` does."""
+    result = ingest(definitions_for(warehouse, instance), instance)
+    assert result.success
+    return result
+
+
+def tick(warehouse: Warehouse, cursor: str | None, instance: dg.DagsterInstance) -> dg.SensorResult:
+    context = dg.build_sensor_context(
+        cursor=cursor,
+        instance=instance,
+        resources={"warehouse": warehouse},
+        repository_def=definitions_for(warehouse, instance).get_repository_def(),
+    )
+    result = upstream_data_sensor(context)
+    # What the daemon does with a tick's result before it launches the runs it asks for.
+    for request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
+
+
+def scheduled(warehouse: Warehouse, instance: dg.DagsterInstance, day: int) -> dg.RunRequest:
+    context = dg.build_schedule_context(
+        instance=instance,
+        scheduled_execution_time=datetime(2026, 3, day, 6, 0, tzinfo=UTC),
+        resources={"warehouse": warehouse},
+        repository_def=definitions_for(warehouse, instance).get_repository_def(),
+    )
+    [request] = daily_ingest.evaluate_tick(context).run_requests
+    return request
+
+
+def head(repo) -> str:
+    return git(repo.path, "rev-parse", "HEAD")
+
+
+def run_request(warehouse: Warehouse, request: dg.RunRequest, instance: dg.DagsterInstance, **execute) -> dg.ExecuteInProcessResult:
+    """Execute what the sensor or schedule asked for: the job it targets, its partitions and assets, with the test's warehouse."""
+    job = definitions_for(warehouse, instance).resolve_job_def(upstream_data_sensor.job_name)
+    return job.execute_in_process(
+        instance=instance,
+        tags=request.tags,
+        run_config=request.run_config,
+        partition_key=request.partition_key,
+        asset_selection=request.asset_selection,
+        **execute,
+    )
+
+
+def partitions_staged(result: dg.ExecuteInProcessResult) -> list[str]:
+    return [e.partition for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("raw_snapshots")]
+
+
+def snapshot_id(repo, path: str = DATA) -> str:
+    return f"{head(repo)[:12]}/{Path(path).name}"
 
 
 def test_unchanged_head_asks_for_no_run_and_costs_only_ls_remote(setup):
@@ -83,28 +144,48 @@ def test_unchanged_head_asks_for_no_run_and_costs_only_ls_remote(setup):
 def test_first_tick_on_an_up_to_date_warehouse_only_records_the_head(setup, instance_kind_home):
     repo, warehouse = setup
     with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
+        ingested(warehouse, instance)
         result = tick(warehouse, None, instance)
     assert not result.run_requests
     assert result.cursor == head(repo)
 
 
+def test_a_warehouse_staged_outside_this_instance_is_staged_again_as_partitions(setup):
+    """Dagster's record says which partitions are in: snapshots staged by the library alone (another
+    instance, an older version of the project) are staged again, so that the UI shows every partition."""
+    repo, warehouse = setup
+    build_warehouse(warehouse.path, warehouse.source, Path(warehouse.cache_dir))
+    with dg.DagsterInstance.ephemeral() as instance:
+        [request] = tick(warehouse, None, instance).run_requests
+        assert request.partition_key == snapshot_id(repo)
+        assert instance.get_dynamic_partitions("snapshots") == [snapshot_id(repo)]
+
+
 @pytest.mark.slow
-def test_new_data_commit_starts_one_run_and_its_runs_appear(setup, instance_kind_home):
+def test_new_data_commit_adds_one_partition_and_one_run_that_stages_only_it(setup, instance_kind_home):
     repo, warehouse = setup
     before = head(repo)
-    new = repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", timestamp="2025-02-01 00:00:00"))}, "new runs")
     with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
+        ingested(warehouse, instance)
+        staged_before = {p.name: p.stat().st_mtime_ns for p in (warehouse.path / "_staging").iterdir()}
+        new = repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", timestamp="2025-02-01 00:00:00"))}, "new runs")
         result = tick(warehouse, before, instance)
         assert len(result.run_requests) == 1
         [request] = result.run_requests
         assert result.cursor == new and request.run_key == new
         assert request.tags["upstream/new_snapshots"] == "1"
+        assert request.partition_key == snapshot_id(repo) and request.asset_selection is None
+        assert instance.get_dynamic_partitions("snapshots") == [f"{before[:12]}/all_benchmark_data.csv", snapshot_id(repo)]
 
         executed = run_request(warehouse, request, instance)
         assert executed.success
+        assert partitions_staged(executed) == [snapshot_id(repo)]
+        # The partition staged before is not read or written again.
+        assert {p.name: p.stat().st_mtime_ns for p in (warehouse.path / "_staging").iterdir() if p.name in staged_before} == staged_before
         runs = pl.read_parquet(warehouse.path / "runs.parquet")
         assert set(runs["provider"]) == {"liger", "huggingface"}
         assert executed.dagster_run.tags["upstream/head"] == new
+        assert len(instance.get_materialized_partitions(dg.AssetKey("raw_snapshots"))) == 2
 
         after = tick(warehouse, result.cursor, instance)
     assert not after.run_requests and after.cursor == new
@@ -112,9 +193,10 @@ def test_new_data_commit_starts_one_run_and_its_runs_appear(setup, instance_kind
 
 def test_commit_touching_no_data_file_starts_no_run_but_moves_the_cursor(setup):
     repo, warehouse = setup
-    before = head(repo)
-    new = repo.commit({"README.md": "bench, documented\n", "benchmark/scripts/utils.py": "# harness\n"}, "docs only")
     with dg.DagsterInstance.ephemeral() as instance:
+        ingested(warehouse, instance)
+        before = head(repo)
+        new = repo.commit({"README.md": "bench, documented\n", "benchmark/scripts/utils.py": "# harness\n"}, "docs only")
         result = tick(warehouse, before, instance)
     assert not result.run_requests
     assert result.cursor == new
@@ -124,16 +206,21 @@ def test_commit_touching_no_data_file_starts_no_run_but_moves_the_cursor(setup):
 def test_new_data_file_and_deleted_data_file_each_start_a_run(setup, instance_kind_home):
     repo, warehouse = setup
     with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
+        ingested(warehouse, instance)
         added = repo.commit({CUTILE: liger_csv(liger_row(provider="cutile"))}, "cutile results")
         result = tick(warehouse, None, instance)
-        assert [r.run_key for r in result.run_requests] == [added]
-        build_warehouse(warehouse.path, warehouse.source, Path(warehouse.cache_dir))
+        assert [(r.run_key, r.partition_key) for r in result.run_requests] == [(added, snapshot_id(repo, CUTILE))]
+        assert run_request(warehouse, result.run_requests[0], instance).success
         git(repo.path, "rm", "--quiet", CUTILE)
         git(repo.path, "commit", "--quiet", "-m", "drop cutile")
         deleted = head(repo)
-        # No new snapshot, but the files at head changed: `in_latest` must be recomputed.
+        # No new snapshot, but the files at head changed: `in_latest` must be recomputed, without staging anything.
         result = tick(warehouse, added, instance)
-    assert [r.run_key for r in result.run_requests] == [deleted]
+        [request] = result.run_requests
+        assert request.run_key == deleted and request.partition_key is None
+        assert dg.AssetKey("raw_snapshots") not in request.asset_selection and dg.AssetKey("runs") in request.asset_selection
+        assert run_request(warehouse, request, instance).success
+    assert pl.read_parquet(warehouse.path / "runs.parquet").filter(pl.col("provider") == "cutile")["in_latest"].to_list() == [False]
 
 
 def test_empty_warehouse_asks_for_a_run(upstream_repo, tmp_path):
@@ -167,12 +254,29 @@ def test_sensor_and_schedule_are_on_by_default_and_target_every_asset():
     assert checks and checks <= set(job.asset_layer.asset_graph.asset_check_keys)
 
 
-def test_schedule_requests_the_whole_job_at_six_utc():
-    when = datetime(2026, 3, 1, 6, 0, tzinfo=UTC)
-    with dg.DagsterInstance.ephemeral() as instance:
-        context = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
-        [request] = daily_ingest.evaluate_tick(context).run_requests
-    assert request.asset_selection is None and request.job_name in (None, "ingest_everything")
+def test_schedule_registers_new_snapshots_and_asks_for_one_run_staging_them(setup):
+    repo, warehouse = setup
+    first = snapshot_id(repo)
+    repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "second data")
+    with dg.instance_for_test() as instance:  # a schedule's context opens its instance by reference
+        request = scheduled(warehouse, instance, 1)
+        assert instance.get_dynamic_partitions("snapshots") == [first, snapshot_id(repo)]
+    assert request.partition_key is None and request.asset_selection is None
+    assert (request.tags["dagster/asset_partition_range_start"], request.tags["dagster/asset_partition_range_end"]) == (
+        first,
+        snapshot_id(repo),
+    )
+
+
+def test_schedule_on_an_unreachable_source_asks_for_the_run_that_says_why(tmp_path):
+    warehouse = warehouse_resource(tmp_path / "w", f"file://{tmp_path}/no-such-repo.git", tmp_path / "cache")
+    with dg.instance_for_test() as instance:  # a schedule's context opens its instance by reference
+        request = scheduled(warehouse, instance, 1)
+        assert request.partition_key is None and dg.AssetKey("upstream_source") in request.asset_selection
+        result = run_request(warehouse, request, instance, raise_on_error=False)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "upstream_source" and "LIGER_SOURCE" in failure.step_failure_data.error.cause.message
 
 
 @pytest.mark.slow
@@ -183,13 +287,12 @@ def test_daily_runs_ingest_then_change_nothing(upstream_repo, tmp_path, instance
     with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
         executed = []
         for day in (1, 2):
-            context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 3, day, 6, 0, tzinfo=UTC))
-            [request] = daily_ingest.evaluate_tick(context).run_requests
-            executed.append(run_request(warehouse, request, instance))
+            executed.append(run_request(warehouse, scheduled(warehouse, instance, day), instance))
             if day == 1:
                 tables = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in warehouse.path.glob("*.parquet")}
         assert [r.dagster_run.status for r in instance.get_run_records()] == [dg.DagsterRunStatus.SUCCESS] * 2
     assert all(result.success for result in executed)
+    assert [len(partitions_staged(result)) for result in executed] == [1, 0]
     assert pl.read_parquet(warehouse.path / "runs.parquet").height == 2
     [runs] = [e for e in executed[1].get_asset_materialization_events() if e.asset_key == dg.AssetKey("runs")]
     assert runs.materialization.metadata["rewritten"].value is False
@@ -203,9 +306,8 @@ def test_failing_blocking_check_stops_everything_downstream(upstream_repo, tmp_p
         monkeypatch.setenv(name, str(value))
     from pipelines.definitions import defs
 
-    job = defs().resolve_job_def("ingest_everything")
     with dg.DagsterInstance.ephemeral() as instance:
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        result = ingest(defs(), instance, raise_on_error=False)
     assert not result.success
     failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
     assert failed == {"quantiles_ordered"}

@@ -133,9 +133,8 @@ def stage(
         raise SourceError(
             f"snapshot {unknown[0]} is not in the source's listing and was never staged: it cannot be staged from {settings.source}"
         )
-    # Asked for but no longer in the source: its intact staging is the only copy, so it is kept as it is.
+    # One asked for but no longer in the source keeps its intact staging, the only copy.
     pending = [ref for ref in listing.snapshots if ref.snapshot_id in wanted]
-    report.already = len(wanted) - len(pending)
     kept = [m for m in staged if m.snapshot_id not in wanted]
     ingest_seq = 1 + max((m.ingest_seq for m in staged), default=0)
     # A commit's snapshots share one ingest_seq, as when they are staged in one run: one staged again
@@ -164,7 +163,9 @@ def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, worke
     (the benchmark, tests)."""
     staged = {meta.snapshot_id for meta in ingest.staged_metas(warehouse)}
     pending = [ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in staged]
-    return stage(warehouse, settings, listing, pending, workers, progress)
+    report = stage(warehouse, settings, listing, pending, workers, progress)
+    report.already = report.listed - len(pending)
+    return report
 
 
 def _clear_damaged(damaged: list[ingest.DamagedSnapshot], listing: Listing, report: StageReport) -> store.DamagedFile | None:

@@ -58,6 +58,8 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
         if reason:
             message = f"run {run.run_id} was left {run.status.value} and is marked failed: its {reason}"
             instance.report_run_failed(run, message)
+            # Its slot in the writers' pool goes back now, not when the daemon next sweeps (if one runs at all).
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
             failed.append(message)
     return failed
 

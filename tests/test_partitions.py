@@ -1,0 +1,73 @@
+"""Every upstream snapshot is a partition of raw_snapshots; the normalizer's version is its code version."""
+
+from __future__ import annotations
+
+import importlib
+
+import dagster as dg
+import pytest
+from conftest import git, liger_csv, liger_row
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContextForTest
+from test_materialize import DATA, load_defs, staged
+
+from pipelines.lib import ingest as staging
+from pipelines.orchestration import plan
+from pipelines.orchestration.materialize import ingest
+
+RAW = dg.AssetKey("raw_snapshots")
+
+
+def statuses(definitions: dg.Definitions, instance: dg.DagsterInstance, keys: list[str]) -> set[StaleStatus]:
+    """What the UI shows on each partition: fresh, stale or missing (Dagster's own resolver)."""
+    resolver = CachingStaleStatusResolver(instance, definitions.resolve_asset_graph(), LoadingContextForTest(instance))
+    return {resolver.get_status(RAW, key) for key in keys}
+
+
+@pytest.fixture
+def new_normalizer(monkeypatch):
+    """The definitions as a release with normalizer version 5 would load them; put back afterwards."""
+
+    def load() -> None:
+        monkeypatch.setattr(staging, "NORMALIZER_VERSION", 5)
+        monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", "5")
+        monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion("normalizer-5"))
+        importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
+
+    yield load
+    monkeypatch.undo()
+    importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
+
+
+def test_a_new_normalizer_makes_every_partition_stale_and_stages_them_again(upstream_repo, tmp_path, monkeypatch, new_normalizer):
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "two")
+    definitions = load_defs(monkeypatch, tmp_path / "warehouse", upstream_repo.path, tmp_path / "cache")
+    with dg.instance_for_test() as instance:
+        first = ingest(definitions, instance)
+        keys = instance.get_dynamic_partitions("snapshots")
+        assert sorted(staged(first)) == sorted(keys) and len(keys) == 2
+        assert staged(ingest(definitions, instance)) == {}, "unchanged code staged a snapshot again"
+        assert statuses(definitions, instance, keys) == {StaleStatus.FRESH}
+
+        new_normalizer()
+        definitions = load_defs(monkeypatch, tmp_path / "warehouse", upstream_repo.path, tmp_path / "cache")
+        assert statuses(definitions, instance, keys) == {StaleStatus.STALE}
+        again = ingest(definitions, instance)
+        assert sorted(staged(again)) == sorted(keys)
+        assert statuses(definitions, instance, keys) == {StaleStatus.FRESH}
+        assert staged(ingest(definitions, instance)) == {}
+
+
+def test_a_staging_folder_deleted_by_hand_is_staged_again_alone(upstream_repo, tmp_path, monkeypatch):
+    """Dagster's record cannot see a file deleted outside it: the plan also reads the staging itself."""
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    first = f"{git(upstream_repo.path, 'rev-parse', 'HEAD')[:12]}/all_benchmark_data.csv"
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "two")
+    warehouse = tmp_path / "warehouse"
+    definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, tmp_path / "cache")
+    with dg.instance_for_test() as instance:
+        assert ingest(definitions, instance).success
+        (warehouse / "_staging" / staging.snapshot_key(first) / staging.META).unlink()
+        again = ingest(definitions, instance)
+    assert again.success and list(staged(again)) == [first]
