@@ -1,6 +1,6 @@
 """The Dagster UI end to end: `dg dev` (webserver + daemon) on a free loopback port with a fresh
-DAGSTER_HOME, every asset launched through the webserver's GraphQL API as the UI's
-"Materialize all" does, the warehouse checked, and both processes shut down."""
+DAGSTER_HOME on the real history, what the UI shows read through the webserver's GraphQL API,
+a partition re-run as the UI launches it, and both processes shut down."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import polars as pl
 import pytest
-from conftest import liger_csv, liger_row
 
 from pipelines.lib import settings, warehouse_db
 
@@ -108,12 +106,12 @@ class Dagster:
     def runs(self) -> list[dict]:
         return self.graphql(RUNS)["runsOrError"]["results"]
 
-    def wait_for_runs(self, wanted) -> list[dict]:
-        """Poll until the runs `wanted` picks are present and all finished."""
+    def wait_for_runs(self, wanted, count: int = 1) -> list[dict]:
+        """Poll until at least `count` runs `wanted` picks are present and all finished."""
         deadline = time.monotonic() + RUN_SECONDS
         while time.monotonic() < deadline:
             runs = [run for run in self.runs() if wanted(run)]
-            if runs and all(run["status"] in TERMINAL for run in runs):
+            if len(runs) >= count and all(run["status"] in TERMINAL for run in runs):
                 return runs
             time.sleep(2)
         pytest.fail(f"runs did not finish within {RUN_SECONDS}s: {self.runs()}\n{self.log.read_text()[-3000:]}")
@@ -134,8 +132,22 @@ def stop(process: subprocess.Popen) -> None:
     process.wait(timeout=SHUTDOWN_SECONDS)
 
 
-def test_ui_materializes_everything_through_graphql(upstream_repo, tmp_path):
-    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "data")
+PARTITIONS = """
+query Partitions {
+  assetNodeOrError(assetKey: {path: ["raw_snapshots"]}) { ... on AssetNode {
+    partitionKeys
+    partitionStats { numMaterialized numPartitions }
+    assetMaterializations(limit: 1000) { partition metadataEntries { label ... on IntMetadataEntry { intValue } } }
+  } }
+}"""
+
+
+def test_ui_shows_a_partition_per_upstream_version_and_a_new_commit_adds_one_run(real_bundle, tmp_path):
+    """`dg dev` on the real history: the sensor's first tick registers 40 partitions and starts one run that
+    stages them all, with every check; the UI shows each partition materialized with its counts; one partition
+    re-run from the UI stages it alone; a new upstream commit adds one partition and one run, nothing else."""
+    upstream = tmp_path / "upstream"
+    subprocess.run(["git", "clone", "--quiet", "--branch", "main", str(real_bundle), str(upstream)], check=True)
     warehouse = tmp_path / "warehouse"
     port = free_port()
     home = instance_home(tmp_path)
@@ -143,8 +155,9 @@ def test_ui_materializes_everything_through_graphql(upstream_repo, tmp_path):
         **os.environ,
         "DAGSTER_HOME": str(home),
         "WAREHOUSE_DIR": str(warehouse),
-        "LIGER_SOURCE": str(upstream_repo.path),
+        "LIGER_SOURCE": str(upstream),
         "LIGER_CACHE_DIR": str(tmp_path / "cache"),
+        "LIGER_SENSOR_INTERVAL_S": "20",
         "VIRTUAL_ENV": str(Path(sys.executable).parent.parent),
     }
     log = tmp_path / "dg-dev.log"
@@ -171,51 +184,87 @@ def test_ui_materializes_everything_through_graphql(upstream_repo, tmp_path):
             "UTC",
             "RUNNING",
         )
-
         nodes = state["assetNodes"]
         assert {n["groupName"] for n in nodes} == {"source", "tables", "statistics", "exports"}
         assert all(n["description"] for n in nodes)
-        assets = [{"path": n["assetKey"]["path"]} for n in nodes if n["isExecutable"]]
-        checks = [
-            {"assetKey": {"path": n["assetKey"]["path"]}, "name": c["name"]} for n in nodes for c in n["assetChecksOrError"]["checks"]
-        ]
+        checks = {c["name"] for n in nodes for c in n["assetChecksOrError"]["checks"]}
         assert any(c["blocking"] for n in nodes for c in n["assetChecksOrError"]["checks"])
 
+        [first] = dagster.wait_for_runs(by_sensor)
+        assert first["status"] == "SUCCESS", (first, log.read_text()[-3000:])
+        events = dagster.graphql(CHECK_EVALUATIONS, {"runId": first["runId"]})["logsForRun"]["events"]
+        evaluations = {e["evaluation"]["checkName"]: e["evaluation"]["success"] for e in events if "evaluation" in e}
+        assert set(evaluations) == checks and all(evaluations.values()), evaluations
+
+        node = dagster.graphql(PARTITIONS)["assetNodeOrError"]
+        keys = node["partitionKeys"]
+        assert len(keys) == 40 and node["partitionStats"] == {"numMaterialized": 40, "numPartitions": 40}
+        counts = materialized_counts(node)
+        assert set(counts) == set(keys) and all(len(c) == 1 for c in counts.values())
+        assert all(c[0]["dagster/row_count"] == c[0]["accepted"] + c[0]["quarantined"] > 0 for c in counts.values())
+
+        # One partition re-run from the UI (its "Materialize" with that partition): it alone is staged again.
         params = {
             "selector": {
                 "repositoryLocationName": entry["name"],
                 "repositoryName": repository["name"],
                 "pipelineName": "__ASSET_JOB",
-                "assetSelection": assets,
-                "assetCheckSelection": checks,
+                "assetSelection": [{"path": ["raw_snapshots"]}],
             },
             "mode": "default",
             "runConfigData": {},
-            "executionMetadata": {"tags": []},
+            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": keys[3]}]},
         }
         launched = dagster.graphql(LAUNCH, {"executionParams": params})["launchPipelineExecution"]
         assert launched["__typename"] == "LaunchRunSuccess", launched
-        run_id = launched["run"]["runId"]
+        [rerun] = dagster.wait_for_runs(lambda run: run["runId"] == launched["run"]["runId"])
+        assert rerun["status"] == "SUCCESS", log.read_text()[-3000:]
+        counts = materialized_counts(dagster.graphql(PARTITIONS)["assetNodeOrError"])
+        assert {k for k, c in counts.items() if len(c) == 2} == {keys[3]}
 
-        # A fresh instance has the sensor on: its first tick sees an empty warehouse and asks for a run too.
-        def ours_or_the_sensors(run: dict) -> bool:
-            tags = {t["key"]: t["value"] for t in run["tags"]}
-            return run["runId"] == run_id or tags.get("dagster/sensor_name") == "upstream_data_sensor"
-
-        runs = dagster.wait_for_runs(ours_or_the_sensors)
-        assert {r["jobName"] for r in runs} == {"__ASSET_JOB", "ingest_everything"}
-        assert all(r["status"] == "SUCCESS" for r in runs), (runs, log.read_text()[-3000:])
-
-        events = dagster.graphql(CHECK_EVALUATIONS, {"runId": run_id})["logsForRun"]["events"]
-        evaluations = {e["evaluation"]["checkName"]: e["evaluation"]["success"] for e in events if "evaluation" in e}
-        assert set(evaluations) == {c["name"] for c in checks}
-        assert all(evaluations.values()), evaluations
+        staged = {p.name: p.stat().st_mtime_ns for p in (warehouse / "_staging").iterdir()}
+        data = upstream / "benchmark" / "data" / "all_benchmark_data.csv"
+        lines = data.read_text().splitlines(keepends=True)
+        data.write_text("".join(lines + [lines[-1].replace("2025", "2026", 1)]))
+        subprocess.run(["git", "-C", str(upstream), "commit", "--quiet", "-am", "one more run"], check=True, env=GIT_IDENTITY)
+        new = subprocess.run(["git", "-C", str(upstream), "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        runs = dagster.wait_for_runs(by_sensor, count=2)
+        assert [r["status"] for r in runs] == ["SUCCESS", "SUCCESS"], log.read_text()[-3000:]
+        [second] = [r for r in runs if r["runId"] != first["runId"]]
+        new_key = f"{new[:12]}/all_benchmark_data.csv"
+        assert {t["key"]: t["value"] for t in second["tags"]}["dagster/partition"] == new_key
+        node = dagster.graphql(PARTITIONS)["assetNodeOrError"]
+        assert node["partitionKeys"] == [*keys, new_key]
+        counts = materialized_counts(node)
+        assert len(counts[new_key]) == 1 and {k for k, c in counts.items() if len(c) > 1} == {keys[3]}
+        # Nothing staged before was read or written again.
+        assert {name: (warehouse / "_staging" / name).stat().st_mtime_ns for name in staged} == staged
     finally:
         stop(process)
 
-    assert pl.read_parquet(warehouse / "runs.parquet").height == 2
-    assert warehouse_db.query(warehouse, "SELECT count(*) FROM comparable_groups").rows == [(1,)]
-    assert (warehouse / "exports" / "runs.ndjson").read_text().count("\n") == 2
-    # The run was recorded in the temp instance, not in the project's.
-    assert (home / "data" / "dagster" / "logs" / run_id).is_dir()
-    assert not (settings.PROJECT_ROOT / "data" / "dagster" / "logs" / run_id).exists()
+    assert warehouse_db.query(warehouse, "SELECT count(*) FROM snapshots").rows == [(41,)]
+    # The runs were recorded in the temp instance, not in the project's.
+    assert (home / "data" / "dagster" / "logs" / first["runId"]).is_dir()
+    assert not (settings.PROJECT_ROOT / "data" / "dagster" / "logs" / first["runId"]).exists()
+
+
+GIT_IDENTITY = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+}
+
+
+def by_sensor(run: dict) -> bool:
+    return any(t["key"] == "dagster/sensor_name" and t["value"] == "upstream_data_sensor" for t in run["tags"])
+
+
+def materialized_counts(node: dict) -> dict[str, list[dict]]:
+    """Each partition's materializations, as their integer metadata."""
+    counts: dict[str, list[dict]] = {}
+    for event in node["assetMaterializations"]:
+        values = {e["label"]: e["intValue"] for e in event["metadataEntries"] if "intValue" in e}
+        counts.setdefault(event["partition"], []).append(values)
+    return counts

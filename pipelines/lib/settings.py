@@ -80,3 +80,9 @@ def staging_workers() -> int:
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
     return min(2, os.cpu_count() or 1)
+
+
+def sensor_interval_s() -> int:
+    """`LIGER_SENSOR_INTERVAL_S`, default 3600: at least this long between two ticks of the upstream sensor."""
+    raw = os.environ.get("LIGER_SENSOR_INTERVAL_S", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 3600

@@ -4,6 +4,7 @@ import dagster as dg
 
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import ingest_everything, ingest_request
+from pipelines.lib import settings
 from pipelines.lib.upstream_changes import check_upstream
 from pipelines.orchestration.plan import SNAPSHOTS
 
@@ -21,11 +22,11 @@ def tag_value(identifier: str) -> str:
 
 @dg.sensor(
     job=ingest_everything,
-    minimum_interval_seconds=3600,
+    minimum_interval_seconds=settings.sensor_interval_s(),
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehouse) -> dg.SensorResult:
-    """At most hourly, ask upstream for its branch head (`git ls-remote`); when it moved, add its new
+    """At most hourly (`LIGER_SENSOR_INTERVAL_S`), ask upstream for its branch head (`git ls-remote`); when it moved, add its new
     snapshots as partitions of raw_snapshots and start one run that stages them, only if a data file
     changed. The cursor is the last head seen, so an unchanged head costs one cheap request."""
     check = check_upstream(warehouse.path, warehouse.source_settings(), context.cursor or None)
