@@ -197,3 +197,11 @@ def test_runs_of_rows_with_distinct_ids_equal_the_general_deduplication(tmp_path
     again = pl.concat([rows, rows.head(5).with_columns(pl.col("_order") + external_sort.ROWS_PER_SNAPSHOT)])
     assert run_identity.each_row_a_run(again) is None
     assert run_identity.distinct_runs(again)[0].height == rows.height
+
+
+def test_staging_bench_stages_a_synthetic_history_on_one_and_two_workers(capsys):
+    from pipelines import bench_staging
+
+    assert bench_staging.main(["--no-history", "--snapshots", "4", "--rows", "50", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert figures["synthetic"]["snapshots"] == 4 and figures["synthetic"]["speedup"] > 0

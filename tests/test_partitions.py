@@ -71,3 +71,25 @@ def test_a_staging_folder_deleted_by_hand_is_staged_again_alone(upstream_repo, t
         (warehouse / "_staging" / staging.snapshot_key(first) / staging.META).unlink()
         again = ingest(definitions, instance)
     assert again.success and list(staged(again)) == [first]
+
+
+def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo, tmp_path):
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    from pipelines.lib import stage_pool
+    from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+
+    for day in range(1, stage_pool.PARALLEL_FROM + 2):
+        rows = [liger_row(timestamp=f"2025-01-{day:02d} 00:00:00", y50=f"0.{day}"), liger_row(provider="torch", x_value=str(day))]
+        upstream_repo.commit({DATA: liger_csv(*rows)}, f"day {day}")
+    built = {}
+    for workers in (1, 2):
+        warehouse = tmp_path / f"warehouse-{workers}"
+        source = SourceSettings(str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache")
+        listing = sync(warehouse, source)
+        assert len(stage_new(warehouse, source, listing, workers=workers).staged) == stage_pool.PARALLEL_FROM + 1
+        build_tables(warehouse, list(listing.files_at_head))
+        built[workers] = {name: pl.read_parquet(warehouse / f"{name}.parquet") for name in TABLE_NAMES}
+    for name in TABLE_NAMES:
+        assert_frame_equal(built[1][name], built[2][name], check_exact=True)
