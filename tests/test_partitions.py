@@ -93,3 +93,18 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
         built[workers] = {name: pl.read_parquet(warehouse / f"{name}.parquet") for name in TABLE_NAMES}
     for name in TABLE_NAMES:
         assert_frame_equal(built[1][name], built[2][name], check_exact=True)
+
+
+def test_every_asset_writes_through_one_dagster_pool_of_one_slot():
+    """Serialization is Dagster's: writers wait in the pool, where the UI shows it (no one-run queue)."""
+    import yaml
+
+    from pipelines.definitions import defs
+    from pipelines.lib import settings
+
+    graph = defs().resolve_asset_graph()
+    assert {frozenset(graph.get(key).pools) for key in graph.get_all_asset_keys()} == {frozenset({"warehouse_writers"})}
+    for config in (settings.PROJECT_ROOT / "dagster.yaml", settings.PROJECT_ROOT / "deploy" / "postgres" / "dagster.yaml"):
+        instance = yaml.safe_load(config.read_text())
+        assert instance["concurrency"]["pools"]["default_limit"] == 1
+        assert "max_concurrent_runs" not in instance["run_coordinator"].get("config", {})

@@ -1,5 +1,6 @@
 import dagster as dg
 
+from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import documents, resources_export
@@ -14,7 +15,7 @@ DOCUMENT_SCHEMA = dg.TableSchema(
 )
 
 
-@dg.asset(group_name="exports", deps=["runs", "measurements", "protocols", "environments"], kinds={"json"})
+@dg.asset(group_name="exports", deps=["runs", "measurements", "protocols", "environments"], kinds={"json"}, pool=WRITERS)
 def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """Every run, protocol and environment as a resource document (the shape of the seed example),
     one JSON object per line in `WAREHOUSE_DIR/exports/{runs,protocols,environments}.ndjson`."""

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import bmf, liger_csv
@@ -25,6 +26,7 @@ def _exported(out: Path, counts: dict[str, int], what: str) -> dg.MaterializeRes
     group_name="exports",
     deps=["runs", "measurements", "run_snapshots", "snapshots", "quarantine"],
     kinds={"csv"},
+    pool=WRITERS,
 )
 def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The newest snapshot of every upstream file, rebuilt as a Liger CSV from the tables
@@ -43,7 +45,7 @@ def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -
     return _exported(out, counts, "rows")
 
 
-@dg.asset(group_name="exports", deps=["runs", "measurements"], kinds={"json"})
+@dg.asset(group_name="exports", deps=["runs", "measurements"], kinds={"json"}, pool=WRITERS)
 def bmf_exports(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The latest passed runs in Bencher Metric Format, one file per GPU (a Bencher testbed):
     `WAREHOUSE_DIR/exports/bmf/<gpu slug>.json`, benchmark `kernel/pass[/metric]/provider/workload`

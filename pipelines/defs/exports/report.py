@@ -2,6 +2,7 @@ import base64
 
 import dagster as dg
 
+from pipelines.defs.common import WRITERS
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import store, warehouse_db
 from pipelines.lib.report import build_report_if_stale
@@ -11,7 +12,7 @@ OVERVIEW_ALT = "Geometric-mean ratio to the baseline per provider and GPU"
 STATISTICS = [name for name in warehouse_db.STATISTICS if name not in warehouse_db.VIEWS]
 
 
-@dg.asset(group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "svg"})
+@dg.asset(group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "svg"}, pool=WRITERS)
 def report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """A static site in `WAREHOUSE_DIR/report/` that opens from disk: per GPU and metric the
     scorecard as a heat map, a page per kernel with each provider along its sweeps (p20-p80

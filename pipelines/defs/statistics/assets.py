@@ -1,5 +1,6 @@
 import dagster as dg
 
+from pipelines.defs.common import WRITERS
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import cli_queries, database_build, sql_files, store, warehouse_db
 from pipelines.lib.metadata import markdown_table
@@ -34,6 +35,7 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
     name="statistics",
     specs=[_spec(name) for name in warehouse_db.STATISTICS],
     check_specs=[_check_spec(check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables],
+    pool=WRITERS,
 )
 def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """Rebuild warehouse.duckdb from the Parquet tables and compute the comparable-group statistics.

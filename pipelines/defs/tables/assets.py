@@ -1,7 +1,7 @@
 import dagster as dg
 import polars as pl
 
-from pipelines.defs.common import check_result, table_metadata
+from pipelines.defs.common import WRITERS, check_result, table_metadata
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import checks, schemas, store
 from pipelines.lib.warehouse import TABLE_NAMES, build_tables, recorded_listing
@@ -40,6 +40,7 @@ CHECKS = [
         dg.AssetCheckSpec(check, asset=asset, blocking=severity == dg.AssetCheckSeverity.ERROR) for asset, check, _, severity in CHECKS
     ],
     can_subset=False,
+    pool=WRITERS,
 )
 def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """Assemble all tables from the staged snapshots and commit them together (all or nothing)."""
