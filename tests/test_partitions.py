@@ -68,9 +68,21 @@ def test_a_staging_folder_deleted_by_hand_is_staged_again_alone(upstream_repo, t
     definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, tmp_path / "cache")
     with dg.instance_for_test() as instance:
         assert ingest(definitions, instance).success
+        versions = data_versions(instance)
+        assert staged(ingest(definitions, instance)) == {}
+        assert data_versions(instance) == versions, "a no-change run gave a table or statistic a new data version"
         (warehouse / "_staging" / staging.snapshot_key(first) / staging.META).unlink()
         again = ingest(definitions, instance)
     assert again.success and list(staged(again)) == [first]
+
+
+def data_versions(instance: dg.DagsterInstance) -> dict[str, str]:
+    """The data version Dagster holds for each table and statistic."""
+    keys = [dg.AssetKey(name) for name in ("runs", "measurements", "snapshots", "comparable_groups", "kernel_scorecard")]
+    return {
+        key.to_user_string(): instance.get_latest_data_version_record(key).asset_materialization.tags["dagster/data_version"]
+        for key in keys
+    }
 
 
 def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo, tmp_path):

@@ -43,6 +43,8 @@ class StageReport:
 class TablesReport:
     rewritten: bool
     row_counts: dict[str, int]
+    # What the tables were assembled from (the staged snapshots, the files at head, the code).
+    fingerprint: str
 
 
 def sync(warehouse: Path, settings: SourceSettings) -> Listing:
@@ -206,7 +208,7 @@ def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesRepo
     state_path = warehouse / tables.STATE
     state = store.read_state(state_path)
     if state.get("fingerprint") == print_ and _tables_intact(warehouse, state.get("row_counts")):
-        return TablesReport(rewritten=False, row_counts=state["row_counts"])
+        return TablesReport(rewritten=False, row_counts=state["row_counts"], fingerprint=print_)
     # The tables are written straight into a scratch folder of the warehouse (swept by store.recover if
     # the run dies), then renamed into place together.
     scratch = store.temp_path(warehouse / "_tables")
@@ -222,7 +224,7 @@ def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesRepo
         shutil.rmtree(scratch, ignore_errors=True)
     counts = {name: file.rows for name, file in files.items()}
     store.write_json_atomic(state_path, {"fingerprint": print_, "row_counts": counts})
-    return TablesReport(rewritten=True, row_counts=counts)
+    return TablesReport(rewritten=True, row_counts=counts, fingerprint=print_)
 
 
 def _tables_intact(warehouse: Path, row_counts: object) -> bool:

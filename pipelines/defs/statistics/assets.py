@@ -1,6 +1,6 @@
 import dagster as dg
 
-from pipelines.defs.common import WRITERS
+from pipelines.defs.common import WRITERS, table_version
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import cli_queries, database_build, sql_files, store, warehouse_db
 from pipelines.lib.metadata import markdown_table
@@ -46,11 +46,16 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     # The writer lock: the tables are read as one consistent set, never mid-commit.
     with store.writer_lock(warehouse.path):
         rebuilt, counts = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
+        inputs = database_build.inputs_fingerprint(warehouse.path, warehouse.baselines)
     database = warehouse_db.database_path(warehouse.path)
     context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
     with warehouse_db.session(warehouse.path) as reader:
         results = [
-            dg.MaterializeResult(asset_key=name, metadata={**_table_metadata(warehouse, reader, name, counts[name]), "rebuilt": rebuilt})
+            dg.MaterializeResult(
+                asset_key=name,
+                metadata={**_table_metadata(warehouse, reader, name, counts[name]), "rebuilt": rebuilt},
+                data_version=table_version(inputs, counts[name]),
+            )
             for name in warehouse_db.STATISTICS
         ]
         outcomes = reader.run_checks()

@@ -1,7 +1,7 @@
 import dagster as dg
 import polars as pl
 
-from pipelines.defs.common import WRITERS, check_result, table_metadata
+from pipelines.defs.common import WRITERS, check_result, table_metadata, table_version
 from pipelines.defs.resources import Warehouse
 from pipelines.lib import checks, schemas, store
 from pipelines.lib.warehouse import TABLE_NAMES, build_tables, recorded_listing
@@ -54,6 +54,9 @@ def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
     for name in TABLE_NAMES:
         metadata = table_metadata(report.row_counts[name], heads[name], schemas.TABLES[name], PREVIEW.get(name))
         metadata["rewritten"] = dg.MetadataValue.bool(report.rewritten)
-        yield dg.MaterializeResult(asset_key=name, metadata=metadata)
+        # The same inputs make the same table: Dagster sees it unchanged, and what reads it not stale.
+        yield dg.MaterializeResult(
+            asset_key=name, metadata=metadata, data_version=table_version(report.fingerprint, report.row_counts[name])
+        )
     for asset, check, function, severity in CHECKS:
         yield check_result(function(warehouse.path), asset, check, severity)
