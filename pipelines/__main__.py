@@ -9,11 +9,13 @@ import sys
 
 import duckdb
 
-from pipelines.lib import instance, liger_csv, settings, warehouse_db
-from pipelines.lib.cli_exports import add_export_parser
-from pipelines.lib.cli_output import GuardedStream, StandardOutputError, UsageError, UserError
-from pipelines.lib.cli_queries import add_compare_parser, add_sql_parser
-from pipelines.lib.cli_report import add_report_parser
+from pipelines.cli.cli_exports import add_export_parser
+from pipelines.cli.cli_output import GuardedStream, StandardOutputError, UsageError, UserError
+from pipelines.cli.cli_queries import add_compare_parser, add_sql_parser
+from pipelines.cli.cli_report import add_report_parser
+from pipelines.core import instance, settings
+from pipelines.duck import warehouse_db
+from pipelines.exports import liger_csv
 
 # Errors a user can act on, each shown as its one-line message: usage errors exit 2, the others 1.
 USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, warehouse_db.NoStatement)
@@ -44,7 +46,7 @@ def materialize(args: argparse.Namespace) -> int:
 
 
 def show_run(args: argparse.Namespace) -> int:
-    from pipelines.lib.resources_export import show_run as find
+    from pipelines.exports.resources_export import show_run as find
 
     warehouse = settings.warehouse_dir()
     if not (warehouse / "runs.parquet").is_file():

@@ -4,7 +4,7 @@ Every phase runs in a fresh process of its own (its peak RSS and CPU time are
 that process's alone, read with os.wait4) and is set against a floor measured
 in the same run:
 
-- normalize: a synthetic Liger CSV of N rows (pipelines.lib.synthetic, cached
+- normalize: a synthetic Liger CSV of N rows (pipelines.synthetic, cached
   under --data-dir) ingested as the pipeline ingests a CSV source (sync, stage,
   assemble and commit the SPEC tables), against polars reading the same file
   and writing it as zstd Parquet;
@@ -56,7 +56,7 @@ from pipelines.bench_report import (
     table,
     target_lines,
 )
-from pipelines.lib import settings
+from pipelines.core import settings
 
 DEFAULT_BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-benchmark-data.bundle"
 # The sizes the whole ingest is also measured at (those below --rows), for its cost per million rows.

@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.lib import settings
+from pipelines.core import settings
 
 FLOOR_GROUP_BY = (
     "CREATE TEMP TABLE floor AS SELECT group_id, quantile_cont(value, 0.2) AS p20, quantile_cont(value, 0.8) AS p80 "
@@ -44,8 +44,8 @@ def _phase_floor_csv(csv: str, out: str) -> dict:
 
 
 def _phase_normalize(csv: str, warehouse: str) -> dict:
-    from pipelines.lib import store
-    from pipelines.lib.warehouse import SourceSettings, build_tables, stage_new, sync
+    from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
+    from pipelines.storage import store
 
     folder = Path(warehouse)
     source = SourceSettings(csv, settings.DEFAULT_BRANCH, settings.DEFAULT_FILE_GLOB, folder.parent / "cache")
@@ -66,9 +66,11 @@ def _phase_normalize_output(csv: str, warehouse: str) -> dict:
     import polars as pl
     import pyarrow.parquet as pq
 
-    from pipelines.lib import external_sort, schemas, store, tables
-    from pipelines.lib.parse import iter_records
-    from pipelines.lib.parse_header import read_header
+    from pipelines.assemble import external_sort, tables
+    from pipelines.core import schemas
+    from pipelines.ingest.parse import iter_records
+    from pipelines.ingest.parse_header import read_header
+    from pipelines.storage import store
 
     path = Path(csv)
     started, cpu = time.perf_counter(), time.process_time()
@@ -116,7 +118,7 @@ def _phase_dagster_floor() -> dict:
 def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     """build_database over the normalized warehouse; with design "copies", every table copied in (the
     design PARQUET_VIEWS replaced), built beside the Parquet files in a folder of links to them."""
-    from pipelines.lib import database_build, warehouse_db
+    from pipelines.duck import database_build, warehouse_db
 
     folder = Path(warehouse)
     if design == "copies":
@@ -152,7 +154,7 @@ def _linked_warehouse(warehouse: Path, folder: Path) -> Path:
 def _phase_statistics_floor(warehouse: str) -> dict:
     import duckdb
 
-    from pipelines.lib import warehouse_db
+    from pipelines.duck import warehouse_db
 
     with duckdb.connect(str(warehouse_db.database_path(Path(warehouse))), read_only=True) as con:
         started = time.perf_counter()
@@ -167,7 +169,7 @@ def _phase_statistics_output(warehouse: str) -> dict:
     stores them costs before it computes anything."""
     import duckdb
 
-    from pipelines.lib import database_build, warehouse_db
+    from pipelines.duck import database_build, warehouse_db
 
     database = warehouse_db.database_path(Path(warehouse))
     with (
@@ -186,14 +188,14 @@ def _phase_statistics_output(warehouse: str) -> dict:
 
 
 def _phase_generate(data_dir: str, rows: str, seed: str) -> dict:
-    from pipelines.lib import synthetic
+    from pipelines import synthetic
 
     return {"csv": str(synthetic.cached_csv(Path(data_dir), int(rows), int(seed)))}
 
 
 def _phase_queries(warehouse: str, design: str = "views") -> dict:
     """The best of QUERY_REPEATS times of each of QUERIES on warehouse.duckdb, opened as readers open it."""
-    from pipelines.lib import warehouse_db
+    from pipelines.duck import warehouse_db
 
     folder = Path(warehouse) if design == "views" else Path(warehouse).parent / "copies"
     with warehouse_db.open_readonly(folder) as con:

@@ -148,7 +148,7 @@ def target_lines(summary: dict[str, object]) -> list[str]:
 
 def table(phases: list[Phase]) -> str:
     """The phases as a markdown table, its cells padded so that it reads as columns in a terminal too."""
-    from pipelines.lib.metadata import markdown_table  # polars with it: the phases' processes need neither
+    from pipelines.core.metadata import markdown_table  # polars with it: the phases' processes need neither
 
     by_name = {p.name: p for p in phases}
     head = [f"{'phase':44}", f"{'wall s':>8}", f"{'s / M rows':>10}", f"{'CPU s':>7}", f"{'peak RSS MB':>11}", f"{'ratio to floor':>14}"]

@@ -1,7 +1,7 @@
 """`python -m pipelines.bench_staging`: staging many snapshots on one process against two.
 
 A range of partitions is one Dagster step; the step stages its snapshots on up to
-`LIGER_STAGING_WORKERS` processes (pipelines.lib.stage_pool). This measures that
+`LIGER_STAGING_WORKERS` processes (pipelines.ingest.stage_pool). This measures that
 step's work, the whole staging of a history, on one worker and on two, for the
 real history (the bundle in ../shared, or --source) and for a synthetic git
 history of --snapshots commits. Each staging starts from an empty warehouse with
@@ -20,8 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.lib import settings, synthetic
-from pipelines.lib.warehouse import SourceSettings, stage_new, sync
+from pipelines import synthetic
+from pipelines.core import settings
+from pipelines.ingest.steps import SourceSettings, stage_new, sync
 
 DEFAULT_BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-benchmark-data.bundle"
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
     else:
         command = [str(python), "-m", "pipelines", *argv]
     # Standard library only, like this module: a relative LIGER_SOURCE means the user's folder, not ROOT.
-    from pipelines.lib.settings import use_absolute_source
+    from pipelines.core.settings import use_absolute_source
 
     use_absolute_source()
     os.chdir(ROOT)

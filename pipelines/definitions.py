@@ -3,7 +3,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.lib import settings
+from pipelines.core import settings
 
 
 @dg.definitions

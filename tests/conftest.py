@@ -14,7 +14,7 @@ from postgres import (  # noqa: F401 (fixtures)
     postgres_server,
 )
 
-from pipelines.lib import settings
+from pipelines.core import settings
 
 SHARED = settings.PROJECT_ROOT.parent / "shared"
 BUNDLE = SHARED / "liger-data" / "liger-benchmark-data.bundle"
@@ -52,8 +52,8 @@ def real_clone(real_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 def build_warehouse(warehouse: Path, source: str, cache: Path, branch: str = "main", file_glob: str = FILE_GLOB) -> Path:
     """Ingest `source` into `warehouse` with the library (no Dagster): sync, stage, tables, DuckDB."""
-    from pipelines.lib import store
-    from pipelines.lib.warehouse import SourceSettings, build_tables, stage_new, sync
+    from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
+    from pipelines.storage import store
 
     source_settings = SourceSettings(source, branch, file_glob, cache)
     with store.writer_lock(warehouse):
@@ -66,7 +66,7 @@ def build_warehouse(warehouse: Path, source: str, cache: Path, branch: str = "ma
 @pytest.fixture(scope="session")
 def real_warehouse(real_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole bundle history ingested once per test session (tables only; build the DuckDB
-    file with pipelines.lib.database_build.build_database if a test needs it)."""
+    file with pipelines.duck.database_build.build_database if a test needs it)."""
     root = tmp_path_factory.mktemp("real-warehouse")
     return build_warehouse(root / "warehouse", str(real_bundle), root / "cache")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.lib import settings
+from pipelines.core import settings
 
 HOST = "127.0.0.1"
 SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")

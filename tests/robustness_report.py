@@ -11,7 +11,7 @@ import json
 
 from robustness_tally import summary
 
-from pipelines.lib import settings
+from pipelines.core import settings
 
 REPORT = settings.PROJECT_ROOT / "data" / "test-reports" / "robustness.json"
 

@@ -16,17 +16,21 @@ import pytest
 from conftest import liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
+from pipelines import synthetic
+from pipelines.assemble import external_sort, run_identity, tables
 from pipelines.bench_report import TARGETS
-from pipelines.lib import external_sort, parse_fast, run_identity, schemas, settings, store, synthetic, tables
-from pipelines.lib.background import ahead
-from pipelines.lib.ingest import staging_dir
-from pipelines.lib.warehouse import (
+from pipelines.core import schemas, settings
+from pipelines.core.background import ahead
+from pipelines.ingest import parse_fast
+from pipelines.ingest.staging import staging_dir
+from pipelines.ingest.steps import (
     TABLE_NAMES,
     SourceSettings,
     build_tables,
     stage_new,
     sync,
 )
+from pipelines.storage import store
 
 # Slow tier (the benchmark end to end, each phase a process of its own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow

@@ -19,7 +19,9 @@ import pytest
 import test_security
 
 from pipelines.__main__ import main
-from pipelines.lib import settings, store, warehouse_db
+from pipelines.core import settings
+from pipelines.duck import warehouse_db
+from pipelines.storage import store
 
 CSV_FILE = "all_benchmark_data.csv"
 EXPORT_CSV = ["export-liger-csv", "--snapshot", "latest", "--file", CSV_FILE]

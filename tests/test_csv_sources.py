@@ -7,7 +7,7 @@ from conftest import liger_csv, liger_row
 from local_http import serving_file
 from test_materialize import load_defs, materialize_everything, metadata_of, staged
 
-from pipelines.lib import settings
+from pipelines.core import settings
 
 
 def materialize_twice_then_change(definitions, csv_path, warehouse):
@@ -105,6 +105,6 @@ def test_bootstrap_passes_a_relative_liger_source_on_as_absolute(tmp_path, monke
     "value", ["https://github.com/linkedin/Liger-Kernel.git", "git@example.invalid:org/x.git", "file:///x", "/abs/x.csv", "~/x.csv", ""]
 )
 def test_only_a_relative_local_liger_source_is_made_absolute(value, tmp_path):
-    from pipelines.lib.settings import absolute_source
+    from pipelines.core.settings import absolute_source
 
     assert absolute_source(value, tmp_path) == value

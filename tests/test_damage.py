@@ -16,9 +16,11 @@ import polars as pl
 import pytest
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
-from pipelines.lib import checks, database_build, ingest, settings, store, tables, warehouse_db
-from pipelines.lib.upstream_changes import check_upstream
-from pipelines.lib.warehouse import (
+from pipelines.assemble import checks, tables
+from pipelines.core import settings
+from pipelines.duck import database_build, warehouse_db
+from pipelines.ingest import staging
+from pipelines.ingest.steps import (
     LISTING,
     TABLE_NAMES,
     SourceSettings,
@@ -27,6 +29,8 @@ from pipelines.lib.warehouse import (
     stage_new,
     sync,
 )
+from pipelines.ingest.upstream_changes import check_upstream
+from pipelines.storage import store
 
 # Slow tier (every kind of damage to every file, each followed by the next run): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -143,17 +147,17 @@ DAMAGES = {"truncated": truncated, "garbage": garbage, "empty": emptied}
 
 def staged_folder(warehouse: Path, file: str = DATA) -> Path:
     """The staging folder of the newest snapshot of `file`."""
-    metas = [json.loads(meta.read_text()) for meta in (warehouse / ingest.STAGING).glob(f"*/{ingest.META}")]
+    metas = [json.loads(meta.read_text()) for meta in (warehouse / staging.STAGING).glob(f"*/{staging.META}")]
     newest = max((m for m in metas if m["source_file"] == file), key=lambda m: m["sequence"])
-    return warehouse / ingest.STAGING / ingest.snapshot_key(newest["snapshot_id"])
+    return warehouse / staging.STAGING / staging.snapshot_key(newest["snapshot_id"])
 
 
 def assert_staging_intact(warehouse: Path, listed: int) -> None:
     """Every staged snapshot reads whole: the damaged one was staged again, not kept."""
-    folders = [f for f in (warehouse / ingest.STAGING).iterdir() if not f.name.startswith(".")]
+    folders = [f for f in (warehouse / staging.STAGING).iterdir() if not f.name.startswith(".")]
     assert len(folders) == listed
     for folder in folders:
-        meta = ingest.SnapshotMeta(**json.loads((folder / ingest.META).read_text()))
+        meta = staging.SnapshotMeta(**json.loads((folder / staging.META).read_text()))
         assert sum(pl.read_parquet(p).height for p in folder.glob("rows-*.parquet")) == meta.accepted
         assert sum(pl.read_parquet(p).height for p in folder.glob("quarantine-*.parquet")) == meta.quarantined
 
@@ -188,11 +192,11 @@ STAGED_DAMAGES = {
     "rows part missing": lambda folder: (folder / "rows-00000.parquet").unlink(),
     "quarantine part truncated": lambda folder: truncated(folder / "quarantine-00000.parquet"),
     "quarantine part empty": lambda folder: emptied(folder / "quarantine-00000.parquet"),
-    "meta not JSON": lambda folder: garbage(folder / ingest.META),
-    "meta truncated": lambda folder: truncated(folder / ingest.META),
-    "meta wrong fields": lambda folder: (folder / ingest.META).write_text(json.dumps({"snapshot_id": 1, "normalizer_version": 3})),
-    "meta a list": lambda folder: (folder / ingest.META).write_text("[3]"),
-    "meta missing": lambda folder: (folder / ingest.META).unlink(),
+    "meta not JSON": lambda folder: garbage(folder / staging.META),
+    "meta truncated": lambda folder: truncated(folder / staging.META),
+    "meta wrong fields": lambda folder: (folder / staging.META).write_text(json.dumps({"snapshot_id": 1, "normalizer_version": 3})),
+    "meta a list": lambda folder: (folder / staging.META).write_text("[3]"),
+    "meta missing": lambda folder: (folder / staging.META).unlink(),
 }
 
 
@@ -301,9 +305,9 @@ def test_a_damaged_snapshot_the_source_no_longer_has_is_named_with_what_to_do(tm
             stage_new(warehouse, source_settings, listing)
             build_tables(warehouse, list(listing.files_at_head))
     before = read_tables(warehouse)
-    metas = ingest.staged_metas(warehouse)
+    metas = staging.staged_metas(warehouse)
     older = min(metas, key=lambda m: m.ingest_seq)
-    folder = warehouse / ingest.STAGING / ingest.snapshot_key(older.snapshot_id)
+    folder = warehouse / staging.STAGING / staging.snapshot_key(older.snapshot_id)
     truncated(folder / "rows-00000.parquet")
     with pytest.raises(store.DamagedFile) as caught, store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)

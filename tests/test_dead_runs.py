@@ -18,7 +18,8 @@ from dagster._core.events import DagsterEventType
 from test_kill import start_parked, wait_for
 from test_webserver import instance_home, stop
 
-from pipelines.lib import liveness, settings, store
+from pipelines.core import liveness, settings
+from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 DAEMON_SECONDS = 300

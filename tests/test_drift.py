@@ -19,8 +19,8 @@ from robustness_tally import trial
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.assets import raw_snapshots, upstream_source
 from pipelines.defs.tables.assets import warehouse_tables
-from pipelines.lib.ingest import drift_warnings
-from pipelines.lib.parse_header import Header
+from pipelines.ingest.parse_header import Header
+from pipelines.ingest.staging import drift_warnings
 from pipelines.orchestration.materialize import ingest
 
 pytest_plugins = ["robustness_report"]

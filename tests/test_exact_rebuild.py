@@ -11,7 +11,8 @@ import pytest
 from conftest import HEADER, UpstreamRepo, build_warehouse, git, liger_row
 
 from pipelines.__main__ import main
-from pipelines.lib import ingest, liger_csv, parse, parse_fast, parse_header, parse_layout
+from pipelines.exports import liger_csv
+from pipelines.ingest import parse, parse_fast, parse_header, parse_layout, staging
 
 
 def test_every_real_snapshot_rebuilds_to_its_content_sha256(real_warehouse: Path):
@@ -175,5 +176,5 @@ def test_a_meta_staged_before_layouts_loads_with_defaults():
         "quarantined": 0,
         "normalizer_version": 3,
     }
-    loaded = ingest.SnapshotMeta(**meta)
+    loaded = staging.SnapshotMeta(**meta)
     assert (loaded.bom, loaded.line_end, loaded.final_newline, loaded.layout) == (False, "\r\n", True, {})

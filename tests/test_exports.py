@@ -17,7 +17,7 @@ from conftest import HEADER, LATEST, build_warehouse, git, liger_row, require_re
 from pipelines.__main__ import main
 from pipelines.defs.exports.liger_exports import bmf_exports, latest_liger_csvs
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import bmf, liger_csv
+from pipelines.exports import bmf, liger_csv
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"

@@ -23,17 +23,20 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 from robustness_tally import trial
 
-from pipelines.lib import checks, database_build, settings, store, warehouse_db
-from pipelines.lib.source import open_source
-from pipelines.lib.source_git import GitSource
-from pipelines.lib.source_types import SourceError
-from pipelines.lib.warehouse import (
+from pipelines.assemble import checks
+from pipelines.core import settings
+from pipelines.duck import database_build, warehouse_db
+from pipelines.ingest.source import open_source
+from pipelines.ingest.source_git import GitSource
+from pipelines.ingest.source_types import SourceError
+from pipelines.ingest.steps import (
     TABLE_NAMES,
     SourceSettings,
     build_tables,
     stage_new,
     sync,
 )
+from pipelines.storage import store
 
 # Slow tier (faults injected into whole ingests, many of them in processes of their own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -52,8 +55,10 @@ BASELINES = settings.DEFAULT_BASELINES
 INGEST = """
 import sys
 from pathlib import Path
-from pipelines.lib import settings, store, database_build, warehouse_db
-from pipelines.lib.warehouse import SourceSettings, build_tables, stage_new, sync
+from pipelines.core import settings
+from pipelines.duck import database_build, warehouse_db
+from pipelines.storage import store
+from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
 
 warehouse, source, cache = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 source_settings = SourceSettings(source, "main", "benchmark/data/all_benchmark_data*.csv", cache)
@@ -297,10 +302,10 @@ def test_disk_full_in_the_middle_of_any_parquet_write(history, tmp_path):
 @pytest.mark.parametrize(
     ("target", "where"),
     [
-        ("pipelines.lib.store.write_bytes_atomic", store.JOURNAL),
-        ("pipelines.lib.store.write_bytes_atomic", "_state.json"),
-        ("pipelines.lib.store.write_bytes_atomic", "_source.json"),
-        ("pipelines.lib.database_build._create_statistics", None),
+        ("pipelines.storage.store.write_bytes_atomic", store.JOURNAL),
+        ("pipelines.storage.store.write_bytes_atomic", "_state.json"),
+        ("pipelines.storage.store.write_bytes_atomic", "_source.json"),
+        ("pipelines.duck.database_build._create_statistics", None),
     ],
     ids=["journal", "table state", "source listing", "database build"],
 )
@@ -426,7 +431,7 @@ def test_the_project_repository_is_never_touched_through_a_broken_clone(tmp_path
 
 @pytest.fixture
 def fast_retries(monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
     # No network: an https source fails at once instead of waiting on DNS.
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "http.proxy")

@@ -1,10 +1,10 @@
-"""pipelines.lib.freshness: an output is rebuilt when its inputs, code or files changed, or its stamp is damaged."""
+"""pipelines.storage.freshness: an output is rebuilt when its inputs, code or files changed, or its stamp is damaged."""
 
 import json
 
 import pytest
 
-from pipelines.lib import freshness
+from pipelines.storage import freshness
 
 
 @pytest.fixture

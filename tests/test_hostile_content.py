@@ -11,8 +11,10 @@ from conftest import build_warehouse, git, liger_csv, liger_row
 from test_materialize import load_defs
 from test_report import site_pages
 
-from pipelines.lib import bmf, database_build, display, metadata, settings
-from pipelines.lib.report import build_report, html, sweeps
+from pipelines.core import display, metadata, settings
+from pipelines.duck import database_build
+from pipelines.exports import bmf
+from pipelines.exports.report import build_report, html, sweeps
 from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -11,14 +11,15 @@ import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.lib import database_build, store, warehouse_db
-from pipelines.lib.warehouse import (
+from pipelines.duck import database_build, warehouse_db
+from pipelines.ingest.steps import (
     TABLE_NAMES,
     SourceSettings,
     build_tables,
     stage_new,
     sync,
 )
+from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"

@@ -12,7 +12,8 @@ import duckdb
 import pytest
 from conftest import liger_csv, liger_row
 
-from pipelines.lib import instance, settings, sql_files, warehouse_db
+from pipelines.core import instance, settings, sql_files
+from pipelines.duck import warehouse_db
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 # What the build does not need: a checkout's data, caches and earlier builds.

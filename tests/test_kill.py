@@ -15,8 +15,11 @@ import polars as pl
 import pytest
 from conftest import build_warehouse, liger_csv, liger_row
 
-from pipelines.lib import checks, database_build, settings, store, warehouse_db
-from pipelines.lib.warehouse import TABLE_NAMES
+from pipelines.assemble import checks
+from pipelines.core import settings
+from pipelines.duck import database_build, warehouse_db
+from pipelines.ingest.steps import TABLE_NAMES
+from pipelines.storage import store
 
 # Slow tier (materializations killed mid-write, each a process of its own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow

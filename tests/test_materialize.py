@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from conftest import liger_csv, liger_row
 
-from pipelines.lib import settings
+from pipelines.core import settings
 from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -1,5 +1,5 @@
 """Staged rows leave out the per-value columns of runs; the assembly joins them back from each snapshot's
-workload answers (ingest.WORKLOADS) and the catalogs, to the same tables as computing them afresh."""
+workload answers (staging.WORKLOADS) and the catalogs, to the same tables as computing them afresh."""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -8,25 +8,27 @@ import polars as pl
 import pytest
 from conftest import liger_csv, liger_row
 
-from pipelines.lib import ingest, schemas, tables
-from pipelines.lib.normalize_cache import DistinctCache
-from pipelines.lib.source_types import SnapshotRef
+from pipelines.assemble import tables
+from pipelines.core import schemas
+from pipelines.ingest import staging
+from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.source_types import SnapshotRef
 
 CONFIGS = ('{"M": 2048, "dtype": "torch.bfloat16"}', '{"M": 4096, "mode": "full"}', '{"B": 2, "seq_len": 128}')
 
 
-def stage(warehouse: Path, cache: DistinctCache, commit: str, sequence: int, text: str) -> ingest.SnapshotMeta:
+def stage(warehouse: Path, cache: DistinctCache, commit: str, sequence: int, text: str) -> staging.SnapshotMeta:
     ref = SnapshotRef(
         f"{commit}/data.csv", "test", "benchmark/data/data.csv", commit, datetime(2025, 1, sequence, tzinfo=UTC), "subject", sequence
     )
-    return ingest.stage_snapshot(warehouse, ref, lambda _ref: text.encode(), cache, ingest_seq=1)
+    return staging.stage_snapshot(warehouse, ref, lambda _ref: text.encode(), cache, ingest_seq=1)
 
 
-def snapshot_folder(warehouse: Path, meta: ingest.SnapshotMeta) -> Path:
-    return ingest.staging_dir(warehouse) / ingest.snapshot_key(meta.snapshot_id)
+def snapshot_folder(warehouse: Path, meta: staging.SnapshotMeta) -> Path:
+    return staging.staging_dir(warehouse) / staging.snapshot_key(meta.snapshot_id)
 
 
-def two_snapshots(warehouse: Path) -> list[ingest.SnapshotMeta]:
+def two_snapshots(warehouse: Path) -> list[staging.SnapshotMeta]:
     cache = DistinctCache()
     first = liger_csv(
         *[liger_row(config=c, x_value=x, timestamp=f"2025-01-01 10:00:0{i}") for i, c in enumerate(CONFIGS) for x in ("1024", "2048")],
@@ -46,7 +48,7 @@ def test_staged_rows_leave_out_the_per_value_columns(tmp_path):
 
 def test_each_snapshot_keeps_the_workload_answers_of_its_own_rows(tmp_path):
     first, second = two_snapshots(tmp_path)
-    answers = {m.snapshot_id: pl.read_parquet(snapshot_folder(tmp_path, m) / ingest.WORKLOADS) for m in (first, second)}
+    answers = {m.snapshot_id: pl.read_parquet(snapshot_folder(tmp_path, m) / staging.WORKLOADS) for m in (first, second)}
     configs = {k: sorted(a["extra_benchmark_config_str"].unique().to_list()) for k, a in answers.items()}
     # The second snapshot was staged with a cache that knew every config of the first: it keeps only its own.
     assert configs == {first.snapshot_id: sorted([*CONFIGS, "[1, 2]"]), second.snapshot_id: [CONFIGS[0]]}
@@ -56,7 +58,7 @@ def test_each_snapshot_keeps_the_workload_answers_of_its_own_rows(tmp_path):
 def test_tables_from_kept_answers_equal_tables_from_answers_computed_again(tmp_path):
     two_snapshots(tmp_path)
     kept = tables.assemble(tmp_path, files_at_head=None)
-    for side_file in ingest.staging_dir(tmp_path).glob(f"*/{ingest.WORKLOADS}"):
+    for side_file in staging.staging_dir(tmp_path).glob(f"*/{staging.WORKLOADS}"):
         side_file.unlink()
     again = tables.assemble(tmp_path, files_at_head=None)
     for name, frame in kept.items():
@@ -86,7 +88,7 @@ def damage_wrong_types(path: Path) -> None:
 def test_a_damaged_answers_file_is_computed_again_not_an_error(tmp_path, damage):
     two_snapshots(tmp_path)
     kept = tables.assemble(tmp_path, files_at_head=None)
-    for side_file in ingest.staging_dir(tmp_path).glob(f"*/{ingest.WORKLOADS}"):
+    for side_file in staging.staging_dir(tmp_path).glob(f"*/{staging.WORKLOADS}"):
         damage(side_file)
     again = tables.assemble(tmp_path, files_at_head=None)
     for name, frame in kept.items():

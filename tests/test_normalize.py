@@ -8,10 +8,11 @@ import polars as pl
 import pytest
 from conftest import HEADER, liger_csv, liger_row
 
-from pipelines.lib import ingest, tables
-from pipelines.lib.canonical import digest
-from pipelines.lib.normalize_cache import DistinctCache
-from pipelines.lib.source_types import SnapshotRef
+from pipelines.assemble import tables
+from pipelines.core.canonical import digest
+from pipelines.ingest import staging
+from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.source_types import SnapshotRef
 
 
 def ingest_texts(warehouse: Path, versions: list[tuple[str, str]], file_name: str = "data.csv") -> dict[str, pl.DataFrame]:
@@ -27,7 +28,7 @@ def ingest_texts(warehouse: Path, versions: list[tuple[str, str]], file_name: st
             "subject",
             sequence,
         )
-        ingest.stage_snapshot(warehouse, ref, lambda _ref, t=text: t.encode(), cache, ingest_seq=1)
+        staging.stage_snapshot(warehouse, ref, lambda _ref, t=text: t.encode(), cache, ingest_seq=1)
     return tables.assemble(warehouse, files_at_head=None)
 
 

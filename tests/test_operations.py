@@ -13,8 +13,8 @@ from conftest import FILE_GLOB, build_warehouse, git, liger_csv, liger_row
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import daily_ingest, ingest_everything
 from pipelines.defs.source.sensors import upstream_data_sensor
-from pipelines.lib.source_types import SourceError
-from pipelines.lib.upstream_changes import SENSOR_CACHE
+from pipelines.ingest.source_types import SourceError
+from pipelines.ingest.upstream_changes import SENSOR_CACHE
 from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -11,7 +11,7 @@ from dagster._core.definitions.data_version import CachingStaleStatusResolver, S
 from dagster._core.loader import LoadingContextForTest
 from test_materialize import DATA, load_defs, staged
 
-from pipelines.lib import ingest as staging
+from pipelines.ingest import staging
 from pipelines.orchestration import plan
 from pipelines.orchestration.materialize import ingest
 
@@ -89,8 +89,8 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     import polars as pl
     from polars.testing import assert_frame_equal
 
-    from pipelines.lib import stage_pool
-    from pipelines.lib.warehouse import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+    from pipelines.ingest import stage_pool
+    from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
 
     for day in range(1, stage_pool.PARALLEL_FROM + 2):
         rows = [liger_row(timestamp=f"2025-01-{day:02d} 00:00:00", y50=f"0.{day}"), liger_row(provider="torch", x_value=str(day))]
@@ -111,8 +111,8 @@ def test_every_asset_writes_through_one_dagster_pool_of_one_slot():
     """Serialization is Dagster's: writers wait in the pool, where the UI shows it (no one-run queue)."""
     import yaml
 
+    from pipelines.core import settings
     from pipelines.definitions import defs
-    from pipelines.lib import settings
 
     graph = defs().resolve_asset_graph()
     assert {frozenset(graph.get(key).pools) for key in graph.get_all_asset_keys()} == {frozenset({"warehouse_writers"})}

@@ -34,19 +34,21 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from robustness_tally import trial
 
-from pipelines.lib import checks, ingest, store, tables
-from pipelines.lib.normalize_cache import DistinctCache
-from pipelines.lib.parse import iter_records
-from pipelines.lib.parse_fast import FastPathRefused
-from pipelines.lib.parse_header import read_header
-from pipelines.lib.schemas import (
+from pipelines.assemble import checks, tables
+from pipelines.core.schemas import (
     QUARANTINE,
     REQUIRED_COLUMNS,
     REQUIRED_VALUES,
     RUN_ROWS,
 )
-from pipelines.lib.settings import PROJECT_ROOT
-from pipelines.lib.source_types import SnapshotRef
+from pipelines.core.settings import PROJECT_ROOT
+from pipelines.ingest import staging
+from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.parse import iter_records
+from pipelines.ingest.parse_fast import FastPathRefused
+from pipelines.ingest.parse_header import read_header
+from pipelines.ingest.source_types import SnapshotRef
+from pipelines.storage import store
 
 pytest_plugins = ["robustness_report"]
 
@@ -310,7 +312,7 @@ def scratch() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
 
 
-def stage(warehouse: Path, data: bytes, snapshot: str = "c1", sequence: int = 1) -> ingest.SnapshotMeta:
+def stage(warehouse: Path, data: bytes, snapshot: str = "c1", sequence: int = 1) -> staging.SnapshotMeta:
     ref = SnapshotRef(
         f"{snapshot}/all_benchmark_data.csv",
         "generated",
@@ -320,11 +322,11 @@ def stage(warehouse: Path, data: bytes, snapshot: str = "c1", sequence: int = 1)
         "generated",
         sequence,
     )
-    return ingest.stage_snapshot(warehouse, ref, lambda _ref: data, DistinctCache(), ingest_seq=1)
+    return staging.stage_snapshot(warehouse, ref, lambda _ref: data, DistinctCache(), ingest_seq=1)
 
 
-def staged(warehouse: Path, meta: ingest.SnapshotMeta, prefix: str) -> pl.DataFrame:
-    folder = ingest.staging_dir(warehouse) / ingest.snapshot_key(meta.snapshot_id)
+def staged(warehouse: Path, meta: staging.SnapshotMeta, prefix: str) -> pl.DataFrame:
+    folder = staging.staging_dir(warehouse) / staging.snapshot_key(meta.snapshot_id)
     return pl.read_parquet(sorted(folder.glob(f"{prefix}-*.parquet")), schema=RUN_ROWS if prefix == "rows" else QUARANTINE)
 
 

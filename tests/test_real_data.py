@@ -4,7 +4,7 @@ import json
 
 import polars as pl
 
-from pipelines.lib.resources_export import show_run, write_ndjson
+from pipelines.exports.resources_export import show_run, write_ndjson
 
 SEED_RUN_ID = "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
 DIGEST_KEYS = ("protocolDigest", "workloadDigest", "environmentDigest", "implementationDigest")
@@ -54,7 +54,7 @@ def test_show_run_equals_the_seed_but_its_digests(real_warehouse, seed_run_path)
 
 
 def test_digests_follow_section_2(real_warehouse):
-    from pipelines.lib.canonical import digest
+    from pipelines.core.canonical import digest
 
     run = read(real_warehouse, "runs").filter(pl.col("run_id") == SEED_RUN_ID).row(0, named=True)
     assert run["workload_digest"] == digest(json.loads(run["workload"]))
@@ -82,8 +82,8 @@ def test_ndjson_resources(real_warehouse):
 
 
 def test_cpo_loss_group_shows_liger_faster_than_huggingface(real_warehouse):
-    from pipelines.lib.database_build import build_database
-    from pipelines.lib.warehouse_db import query
+    from pipelines.duck.database_build import build_database
+    from pipelines.duck.warehouse_db import query
 
     build_database(real_warehouse, ["huggingface", "torch"])
     rows = query(

@@ -24,10 +24,11 @@ import pytest
 from conftest import build_warehouse, liger_csv, liger_row
 
 from pipelines.__main__ import main
+from pipelines.core import settings
 from pipelines.defs.exports.report import report as report_asset
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import database_build, settings, store, warehouse_db
-from pipelines.lib.report import (
+from pipelines.duck import database_build, warehouse_db
+from pipelines.exports.report import (
     build,
     build_report,
     heatmaps,
@@ -38,7 +39,8 @@ from pipelines.lib.report import (
     sweeps,
     timeline,
 )
-from pipelines.lib.report.site import ReportSummary
+from pipelines.exports.report.site import ReportSummary
+from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 TITLE = "Liger benchmark report"

@@ -16,10 +16,11 @@ from conftest import FILE_GLOB, build_warehouse, liger_csv, liger_row
 from robustness_tally import trial
 
 from pipelines.__main__ import main
-from pipelines.lib import database_build, settings, warehouse_db
-from pipelines.lib.source import open_source
-from pipelines.lib.source_git import GitSource
-from pipelines.lib.source_types import SourceError
+from pipelines.core import settings
+from pipelines.duck import database_build, warehouse_db
+from pipelines.ingest.source import open_source
+from pipelines.ingest.source_git import GitSource
+from pipelines.ingest.source_types import SourceError
 
 pytest_plugins = ["robustness_report"]
 
@@ -29,7 +30,7 @@ PWNED = "pwned-by-liger-test"
 
 @pytest.fixture
 def fast_retries(monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
 
 
 def no_side_effects(folder: Path) -> None:

@@ -24,8 +24,10 @@ from test_operations import tick, warehouse_resource
 from test_webserver import instance_home
 
 from pipelines.__main__ import main
-from pipelines.lib import checks, database_build, settings, warehouse_db
-from pipelines.lib.warehouse import TABLE_NAMES
+from pipelines.assemble import checks
+from pipelines.core import settings
+from pipelines.duck import database_build, warehouse_db
+from pipelines.ingest.steps import TABLE_NAMES
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 
-from pipelines.lib.source import open_source
-from pipelines.lib.source_address import classify
-from pipelines.lib.source_csv import CsvSource
-from pipelines.lib.source_git import GitSource
-from pipelines.lib.source_types import SourceError
+from pipelines.ingest.source import open_source
+from pipelines.ingest.source_address import classify
+from pipelines.ingest.source_csv import CsvSource
+from pipelines.ingest.source_git import GitSource
+from pipelines.ingest.source_types import SourceError
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -76,7 +76,7 @@ def test_deleted_file_is_not_at_head(upstream_repo, tmp_path):
 
 @pytest.mark.slow
 def test_unreachable_git_source_is_one_clear_line(tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
     source = GitSource("file:///nonexistent/liger.git", tmp_path / "cache", "main", FILE_GLOB)
     with pytest.raises(SourceError) as raised:
         source.sync()
@@ -162,7 +162,7 @@ def test_a_csv_url_is_downloaded_once_and_what_is_hashed_is_staged(tmp_path):
     from conftest import build_warehouse
     from local_http import send_bytes, serving
 
-    from pipelines.lib.ingest import staged_metas
+    from pipelines.ingest.staging import staged_metas
 
     bodies = []
 
@@ -183,8 +183,8 @@ def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatc
 
     from local_http import serving
 
-    monkeypatch.setattr("pipelines.lib.source_csv.DOWNLOAD_DEADLINE_SECONDS", 1)
-    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source_csv.DOWNLOAD_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
     body = liger_csv(liger_row()).encode()
 
     def trickle(handler):
@@ -207,8 +207,8 @@ def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatc
 def test_a_git_remote_that_never_answers_fails_at_the_deadline(tmp_path, monkeypatch):
     import socket
 
-    monkeypatch.setattr("pipelines.lib.source_git.LS_REMOTE_DEADLINE_SECONDS", 1)
-    monkeypatch.setattr("pipelines.lib.source_git.GIT_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.ingest.source_git.LS_REMOTE_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.ingest.source_git.GIT_DEADLINE_SECONDS", 1)
     with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
@@ -254,7 +254,7 @@ def test_another_source_on_an_existing_warehouse_is_refused(upstream_repo, tmp_p
 def test_a_submodule_at_a_data_path_is_not_a_snapshot(upstream_repo, tmp_path):
     from conftest import build_warehouse
 
-    from pipelines.lib.ingest import staged_metas
+    from pipelines.ingest.staging import staged_metas
 
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     sub = "benchmark/data/all_benchmark_data_sub.csv"
@@ -269,7 +269,7 @@ def test_a_submodule_at_a_data_path_is_not_a_snapshot(upstream_repo, tmp_path):
 
 
 def test_an_unknown_branch_says_so_and_names_liger_branch(upstream_repo, tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.lib.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     source = GitSource(str(upstream_repo.path), tmp_path / "cache", "nope", FILE_GLOB)
     with pytest.raises(SourceError) as raised:
@@ -282,8 +282,8 @@ def test_an_unknown_branch_says_so_and_names_liger_branch(upstream_repo, tmp_pat
 def test_the_sensor_refuses_another_source_too(upstream_repo, tmp_path):
     from conftest import UpstreamRepo, build_warehouse
 
-    from pipelines.lib.upstream_changes import check_upstream
-    from pipelines.lib.warehouse import SourceSettings
+    from pipelines.ingest.steps import SourceSettings
+    from pipelines.ingest.upstream_changes import check_upstream
 
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     other = UpstreamRepo(tmp_path / "other")
@@ -296,7 +296,7 @@ def test_the_sensor_refuses_another_source_too(upstream_repo, tmp_path):
 def test_a_header_over_64_kib_is_read_whole(upstream_repo, tmp_path):
     from conftest import HEADER, build_warehouse
 
-    from pipelines.lib.ingest import staged_metas
+    from pipelines.ingest.staging import staged_metas
 
     long_name = "extra_" + "x" * 70_000
     upstream_repo.commit({DATA: f"{HEADER},{long_name}\n{liger_row()},v\n"}, "a very long header")
@@ -308,7 +308,7 @@ def test_a_header_over_64_kib_is_read_whole(upstream_repo, tmp_path):
 def test_a_header_longer_than_the_limit_is_refused_with_its_reason(monkeypatch):
     from conftest import HEADER
 
-    from pipelines.lib import parse_header
+    from pipelines.ingest import parse_header
 
     monkeypatch.setattr(parse_header, "MAX_HEADER_BYTES", 1000)
     data = f"{HEADER},{'y' * 2000}\n{liger_row()},v\n".encode()

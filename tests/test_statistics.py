@@ -17,17 +17,11 @@ import polars as pl
 import pytest
 
 from pipelines.__main__ import main
+from pipelines.cli import cli_queries
+from pipelines.core import canonical, schemas, settings, workload
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
-from pipelines.lib import (
-    canonical,
-    cli_queries,
-    database_build,
-    schemas,
-    settings,
-    warehouse_db,
-    workload,
-)
+from pipelines.duck import database_build, warehouse_db
 
 BASELINES = ("huggingface", "torch")
 MIB = 2**20
@@ -624,7 +618,7 @@ def test_table_format_caps_rows() -> None:
 
 SQL_IN_A_SUBPROCESS = """
 import argparse, sys
-from pipelines.lib import cli_queries
+from pipelines.cli import cli_queries
 parser = argparse.ArgumentParser()
 cli_queries.add_sql_parser(parser.add_subparsers())
 args = parser.parse_args(sys.argv[1:])

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.lib import settings, warehouse_db
+from pipelines.core import settings
+from pipelines.duck import warehouse_db
 
 # Slow tier (the Dagster webserver and daemon in processes of their own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow

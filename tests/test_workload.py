@@ -2,8 +2,8 @@
 
 import pytest
 
-from pipelines.lib.canonical import canonical_json, digest, slug
-from pipelines.lib.workload import (
+from pipelines.core.canonical import canonical_json, digest, slug
+from pipelines.core.workload import (
     ConfigError,
     build_workload,
     parse_config,
@@ -104,7 +104,7 @@ def test_workload_slug_keeps_underscores_and_slugs_values():
 
 
 def test_workload_without_parameters_is_default():
-    from pipelines.lib.workload import workload_slug
+    from pipelines.core.workload import workload_slug
 
     assert workload_slug({}) == "default"
     assert workload_slug({"dtype": "fp32"}) == "fp32"

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import dagster as dg
 import polars as pl
 
-from pipelines.lib import display
-from pipelines.lib.checks import CheckOutcome
-from pipelines.lib.metadata import bounded_json, column_types, markdown_preview
+from pipelines.assemble.checks import CheckOutcome
+from pipelines.core import display
+from pipelines.core.metadata import bounded_json, column_types, markdown_preview
 
 # The Dagster concurrency pool of every asset that writes the warehouse (its limit, 1, is in dagster.yaml):
 # writers wait for one another there, where the UI shows who waits for whom.

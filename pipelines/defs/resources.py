@@ -2,8 +2,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.lib import settings
-from pipelines.lib.warehouse import SourceSettings
+from pipelines.core import settings
+from pipelines.ingest.steps import SourceSettings
 
 
 class Warehouse(dg.ConfigurableResource):

@@ -9,11 +9,11 @@ import sys
 import dagster as dg
 import sqlalchemy.exc
 
-from pipelines.lib import store
-from pipelines.lib.cli_output import UserError
-from pipelines.lib.source_types import SourceError
-from pipelines.lib.warehouse import sync
+from pipelines.cli.cli_output import UserError
+from pipelines.ingest.source_types import SourceError
+from pipelines.ingest.steps import sync
 from pipelines.orchestration.plan import IngestPlan, plan_ingest, register
+from pipelines.storage import store
 
 # Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
 CONSOLE_INFO = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}

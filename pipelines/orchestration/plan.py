@@ -13,16 +13,16 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.lib import ingest
-from pipelines.lib.source_types import Listing
+from pipelines.ingest import staging
+from pipelines.ingest.source_types import Listing
 
 SNAPSHOTS = dg.DynamicPartitionsDefinition(name="snapshots")
 RAW_SNAPSHOTS = dg.AssetKey("raw_snapshots")
 # The normalizer's version is raw_snapshots' code version: a new one makes every partition stale. A snapshot's
 # content never changes under its id, so what a partition holds is a function of that version alone: it is the
 # partition's data version too, which Dagster indexes by partition (its code version tag it does not).
-NORMALIZER_CODE_VERSION = str(ingest.NORMALIZER_VERSION)
-STAGED_DATA_VERSION = dg.DataVersion(f"normalizer-{ingest.NORMALIZER_VERSION}")
+NORMALIZER_CODE_VERSION = str(staging.NORMALIZER_VERSION)
+STAGED_DATA_VERSION = dg.DataVersion(f"normalizer-{staging.NORMALIZER_VERSION}")
 DATA_VERSION_TAG = "dagster/data_version"
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
@@ -78,7 +78,7 @@ def _current(instance: dg.DagsterInstance, warehouse: Path, registered: list[str
         RAW_SNAPSHOTS, dg.DagsterEventType.ASSET_MATERIALIZATION, [DATA_VERSION_TAG], asset_partitions=registered
     )
     materialized = {key for key, values in tags.items() if values.get(DATA_VERSION_TAG) == STAGED_DATA_VERSION.value}
-    return materialized & {meta.snapshot_id for meta in ingest.staged_metas(warehouse)}
+    return materialized & {meta.snapshot_id for meta in staging.staged_metas(warehouse)}
 
 
 def register(instance: dg.DagsterInstance, keys: tuple[str, ...] | list[str]) -> None:

@@ -3,7 +3,7 @@
 `dagster.yaml` names `LivenessRunLauncher` as the instance's run launcher and turns run monitoring on:
 the daemon then asks, every poll, whether each STARTED run's worker is alive, and fails the dead ones
 with the reason, so the queue moves on. Dagster's default launcher cannot answer that question; this one
-answers it from the operating system (pipelines.lib.liveness), never from how long a run has taken.
+answers it from the operating system (pipelines.core.liveness), never from how long a run has taken.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dagster._core.events import DagsterEventType
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus, RunsFilter
 
-from pipelines.lib.liveness import TAG_PREFIX, Worker, boot_id, hostname, this_process, why_gone
+from pipelines.core.liveness import TAG_PREFIX, Worker, boot_id, hostname, this_process, why_gone
 
 # The worker reports its pid in this engine event when a code server starts it (dagster._grpc.impl).
 STARTED_PROCESS = "Started process for run"

@@ -1,9 +1,10 @@
 import dagster as dg
 
+from pipelines.core import documents
 from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import documents, resources_export
+from pipelines.exports import resources_export
 
 DOCUMENT_SCHEMA = dg.TableSchema(
     columns=[

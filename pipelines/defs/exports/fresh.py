@@ -1,4 +1,4 @@
-"""Exports written only when their tables or code changed (see pipelines.lib.freshness)."""
+"""Exports written only when their tables or code changed (see pipelines.storage.freshness)."""
 
 from collections.abc import Callable
 from pathlib import Path
@@ -7,8 +7,8 @@ from types import ModuleType
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import freshness, store
-from pipelines.lib.resources_export import EXPORTS
+from pipelines.exports.resources_export import EXPORTS
+from pipelines.storage import freshness, store
 
 STAMPS = "_stamps"
 

@@ -2,12 +2,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.core.metadata import markdown_table
 from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import bmf, liger_csv
-from pipelines.lib.metadata import markdown_table
-from pipelines.lib.resources_export import EXPORTS
+from pipelines.exports import bmf, liger_csv
+from pipelines.exports.resources_export import EXPORTS
 
 FILE_NAME_MAX = 255
 

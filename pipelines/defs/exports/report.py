@@ -4,8 +4,9 @@ import dagster as dg
 
 from pipelines.defs.common import WRITERS
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import store, warehouse_db
-from pipelines.lib.report import build_report_if_stale
+from pipelines.duck import warehouse_db
+from pipelines.exports.report import build_report_if_stale
+from pipelines.storage import store
 
 OVERVIEW_ALT = "Geometric-mean ratio to the baseline per provider and GPU"
 # The stored statistics (run_noise, a view of runs, is not read by the report).

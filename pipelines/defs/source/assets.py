@@ -2,24 +2,24 @@ import dataclasses
 
 import dagster as dg
 
+from pipelines.core.display import shorten
+from pipelines.core.metadata import bounded_json
+from pipelines.core.schemas import RUN_ROWS
 from pipelines.defs.common import WRITERS, at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import store
-from pipelines.lib.display import shorten
-from pipelines.lib.ingest import SnapshotMeta
-from pipelines.lib.metadata import bounded_json
-from pipelines.lib.schemas import RUN_ROWS
-from pipelines.lib.source_address import normalized_source
-from pipelines.lib.source_types import SnapshotRef
-from pipelines.lib.warehouse import recorded_listing, stage, sync
+from pipelines.ingest.source_address import normalized_source
+from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.staging import SnapshotMeta
+from pipelines.ingest.steps import recorded_listing, stage, sync
 from pipelines.orchestration.plan import NORMALIZER_CODE_VERSION, SNAPSHOTS, STAGED_DATA_VERSION, plan_ingest, register
+from pipelines.storage import store
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
 SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)])
 
 
-# Network steps retry with backoff inside the source (pipelines.lib.source.with_retries).
+# Network steps retry with backoff inside the source (pipelines.ingest.source.with_retries).
 @dg.asset(group_name="source", kinds={"git"}, pool=WRITERS)
 def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The upstream benchmark data: the git repository (cloned once into the cache, fetched on every

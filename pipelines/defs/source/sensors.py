@@ -2,10 +2,10 @@ import re
 
 import dagster as dg
 
+from pipelines.core import settings
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import ingest_everything, ingest_request
-from pipelines.lib import settings
-from pipelines.lib.upstream_changes import check_upstream
+from pipelines.ingest.upstream_changes import check_upstream
 from pipelines.orchestration.plan import SNAPSHOTS
 
 # Dagster refuses a tag value over 63 characters or outside this set (a CSV's sha256 has 64).

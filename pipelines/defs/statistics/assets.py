@@ -1,9 +1,12 @@
 import dagster as dg
 
+from pipelines.cli import cli_queries
+from pipelines.core import sql_files
+from pipelines.core.metadata import markdown_table
 from pipelines.defs.common import WRITERS, table_version
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import cli_queries, database_build, sql_files, store, warehouse_db
-from pipelines.lib.metadata import markdown_table
+from pipelines.duck import database_build, warehouse_db
+from pipelines.storage import store
 
 GROUP = "statistics"
 PREVIEW_ROWS = 5

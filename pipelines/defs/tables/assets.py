@@ -1,10 +1,12 @@
 import dagster as dg
 import polars as pl
 
+from pipelines.assemble import checks
+from pipelines.core import schemas
 from pipelines.defs.common import WRITERS, check_result, table_metadata, table_version
 from pipelines.defs.resources import Warehouse
-from pipelines.lib import checks, schemas, store
-from pipelines.lib.warehouse import TABLE_NAMES, build_tables, recorded_listing
+from pipelines.ingest.steps import TABLE_NAMES, build_tables, recorded_listing
+from pipelines.storage import store
 
 DESCRIPTIONS = {
     "runs": "One row per distinct run (upstream key + timestamp), with its workload, digests, "

@@ -1,0 +1,103 @@
+"""Run identity (SPEC section 2): the distinct runs among staged rows, each run's first occurrence with its
+provenance, and ids made unique where two run keys slug to the same id."""
+
+from __future__ import annotations
+
+import hashlib
+
+import polars as pl
+
+from pipelines.core import schemas
+
+# Rows whose run got a suffixed id, for run_snapshots.
+RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
+# Deduplicated runs before `normalize.describe` adds the columns staging leaves out.
+STAGED_RUNS = pl.Schema({**schemas.RUN_ROWS, "first_seen_snapshot": pl.String, "last_seen_snapshot": pl.String, "in_latest": pl.Boolean})
+# The run key of SPEC section 2, in the column names of RUN_ROWS.
+RUN_KEY = ("kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
+
+
+def distinct_runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The distinct runs among `rows`, sorted by run_id: each run's first occurrence in history with its
+    provenance, ids made unique; and (snapshot_id, row_number, run_id) of the rows whose run got a new id."""
+    # One chunk: gathers from a frame of many chunks (one per file piece) are several times slower.
+    rows = rows.rechunk() if rows["_order"].is_sorted() else rows.sort("_order")
+    distinct = each_row_a_run(rows)
+    if distinct is not None:
+        return distinct, pl.DataFrame(schema=RENAMED)
+    key = list(RUN_KEY)
+    rows = rows.with_columns(pl.struct(key).hash().alias("_key"))
+    provenance = _provenance(rows)
+    if provenance.height < rows.height and not _one_key_per_hash(rows, provenance):
+        # Two keys share a hash: group by the keys themselves.
+        rows = rows.with_columns(pl.col("_order").min().over(key).alias("_key"))
+        provenance = _provenance(rows)
+    # One gather of the wide rows: the first occurrences, already in run_id order.
+    runs = rows[provenance["_row"]].with_columns(
+        pl.col("snapshot_id").alias("first_seen_snapshot"),
+        provenance["last_seen_snapshot"],
+        provenance["in_latest"],
+    )
+    renamed_rows = pl.DataFrame(schema=RENAMED)
+    neighbours = (pl.col("run_id") == pl.col("run_id").shift(1)) | (pl.col("run_id") == pl.col("run_id").shift(-1))
+    if runs.select(neighbours.fill_null(False).any()).item():
+        runs = _disambiguate(runs).sort("run_id")
+        renamed = runs.filter(pl.col("_renamed")).select(*key, "run_id")
+        renamed_rows = rows.select(*key, "snapshot_id", "row_number").join(renamed, on=key, how="inner", nulls_equal=True)
+        renamed_rows = renamed_rows.select("snapshot_id", "row_number", "run_id")
+    return runs.select(STAGED_RUNS.names()).cast(STAGED_RUNS), renamed_rows
+
+
+def each_row_a_run(rows: pl.DataFrame) -> pl.DataFrame | None:
+    """`distinct_runs` of rows whose run ids are all distinct (a file's first ingest: every row a new run), found
+    with one sort instead of hashing every key; None when an id repeats. A repeated key always repeats
+    its id, so distinct ids mean distinct keys, each seen once, and no id to disambiguate."""
+    by_id = rows.select(pl.arg_sort_by("run_id")).to_series()
+    ids = rows["run_id"].gather(by_id)
+    if (ids == ids.shift(1)).any():
+        return None
+    return (
+        rows[by_id]
+        .with_columns(
+            pl.col("snapshot_id").alias("first_seen_snapshot"),
+            pl.col("snapshot_id").alias("last_seen_snapshot"),
+            pl.col("_latest").alias("in_latest"),
+        )
+        .select(STAGED_RUNS.names())
+        .cast(STAGED_RUNS)
+    )
+
+
+def _provenance(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per run key (`_key`): the row of its first occurrence, its last snapshot and whether any of its
+    snapshots is a latest one; sorted by run_id. Rows are in history order, which group_by keeps within groups."""
+    return (
+        rows.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "_key", "run_id", "snapshot_id", "_latest")
+        .group_by("_key")
+        .agg(
+            pl.col("_row").first(),
+            pl.col("run_id").first(),
+            pl.col("snapshot_id").last().alias("last_seen_snapshot"),
+            pl.col("_latest").any().alias("in_latest"),
+        )
+        .sort("run_id", "_row")
+    )
+
+
+def _one_key_per_hash(rows: pl.DataFrame, provenance: pl.DataFrame) -> bool:
+    key = list(RUN_KEY)
+    firsts = rows[provenance["_row"]].select(*key, "_key")
+    same = rows.select(*key, "_key").join(firsts, on="_key", how="left", suffix="_first")
+    return bool(same.select(pl.all_horizontal([pl.col(k).eq_missing(pl.col(f"{k}_first")) for k in key]).all()).item())
+
+
+def _disambiguate(runs: pl.DataFrame) -> pl.DataFrame:
+    """Distinct runs whose ids coincide (keys that differ only in what slugs and dropped
+    config keys lose) each get a suffix from a hash of their key, so every id stays unique."""
+    clashing = runs["run_id"].is_duplicated()
+    runs = runs.with_columns(pl.col("run_id").alias("_key_id"), clashing.alias("_renamed"))
+    if not clashing.any():
+        return runs
+    key_text = pl.concat_str([pl.col(c).fill_null("") for c in RUN_KEY], separator="\x1f")
+    suffix = key_text.map_elements(lambda key: hashlib.sha256(key.encode()).hexdigest()[:8], return_dtype=pl.String)
+    return runs.with_columns(pl.when(pl.col("_renamed")).then(pl.format("{}~{}", "run_id", suffix)).otherwise("run_id").alias("run_id"))

@@ -1,0 +1,1 @@
+"""warehouse.duckdb: its build from the tables (the statistics SQL) and the read-only session over it."""

@@ -1,0 +1,229 @@
+"""Build warehouse.duckdb: the Parquet tables copied in (or viewed, PARQUET_VIEWS), then the statistics of SPEC section 6.
+
+The statistics are SQL files in `sql/statistics/` (read through `sql_files`); this
+module only runs them. The database is built in a temporary file beside
+`warehouse.duckdb` and swapped in with `os.replace`, so a reader never sees
+half a database, and readers, which attach the file read-only, never block a
+build (they hold the old file, the build writes a new one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import duckdb
+
+from pipelines.core import sql_files
+from pipelines.duck.warehouse_db import PARQUET_VIEWS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
+from pipelines.storage import freshness, store
+
+# Loaded side by side, one connection each: runs alone takes as long as all the others.
+LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs" and table not in PARQUET_VIEWS))
+# Temporary tables the statistics share, computed once per build and not kept in the file.
+INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
+# Long texts that are nearly all distinct, stored with zstd: DuckDB's default for text (dictionary
+# and FSST) spends its effort looking for repeats these columns lack. At 10M runs a run_id column
+# (157 characters) takes about a third of the time to write and half the space that way.
+ZSTD_COLUMNS = frozenset({"run_id", "previous_run_id", "baseline_run_id", "name", "raw_timestamp"})
+
+
+def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, int]:
+    """Build warehouse.duckdb from the Parquet tables; return the row count of every table made.
+
+    Hold `store.writer_lock` around it when other writers may run: it reads the tables
+    together, and their `store.recover` sweeps temporary files such as this build's.
+    """
+    target = database_path(warehouse_dir)
+    # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
+    temporary = store.temp_path(target)
+    # Where DuckDB spills what does not fit in MEMORY_LIMIT; the same prefix, so it is swept too.
+    spill = temporary.with_name(temporary.name + ".tmp")
+    try:
+        with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
+            _load_tables(con, Path(warehouse_dir))
+            _create_statistics(con, baselines)
+            counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
+            con.execute("CHECKPOINT")
+        store.fsync_file(temporary)
+        os.replace(temporary, target)
+        store.fsync_dir(target.parent)
+    finally:
+        for leftover in (temporary, temporary.with_name(temporary.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        shutil.rmtree(spill, ignore_errors=True)
+    return counts
+
+
+# DuckDB's default is 80% of the machine's memory; the build stays well inside a
+# shared machine's share and spills to disk beyond it. At 3M runs 1 GB built the file in 30 s and
+# 1.16 GB of peak RSS, 3 GB in 33 s and 1.8 GB: the statistics gain nothing from more.
+MEMORY_LIMIT = "1GB"
+
+
+def _build_config(spill: Path) -> dict[str, str]:
+    return {"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)}
+
+
+STATE = "_statistics_state.json"
+
+
+def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
+    """Changes whenever the database could: a table file replaced, the baselines, or any SQL."""
+    parts: list[object] = [list(baselines)]
+    for table in TABLES:
+        # A table commit renames a new file into place, which changes its inode and mtime.
+        files = [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]
+        parts.extend(freshness.file_states([f for f in files if f.is_file()]))
+    parts.extend([name, sql_files.text(name)] for name in sql_files.names())
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> tuple[bool, dict[str, int]]:
+    """(rebuilt, row counts): the database is rebuilt only when its inputs changed since the last build,
+    or the file is not the one that build wrote (replaced, truncated, overwritten) or does not open."""
+    state_path = Path(warehouse_dir) / STATE
+    fingerprint = inputs_fingerprint(Path(warehouse_dir), baselines)
+    state = store.read_state(state_path)
+    target = database_path(warehouse_dir)
+    if (
+        state.get("fingerprint") == fingerprint
+        and isinstance(state.get("row_counts"), dict)
+        and state.get("database") == freshness.file_states([target])
+        and _opens(target)
+    ):
+        return False, state["row_counts"]
+    counts = build_database(warehouse_dir, baselines)
+    store.write_json_atomic(state_path, {"fingerprint": fingerprint, "row_counts": counts, "database": freshness.file_states([target])})
+    return True, counts
+
+
+def _opens(path: Path) -> bool:
+    """The file opens as a DuckDB database holding every table and statistic (its catalog only is read)."""
+    try:
+        with duckdb.connect() as con:
+            con.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(path)])
+            found = {
+                name
+                for (name,) in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'warehouse'"
+                    " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = 'warehouse'"
+                ).fetchall()
+            }
+    except duckdb.Error:
+        return False
+    return found >= {*TABLES, *STATISTICS}
+
+
+def _parquet_source(warehouse_dir: Path, table: str) -> str:
+    file = warehouse_dir / f"{table}.parquet"
+    if file.is_file():
+        if store.parquet_rows(file) is None:
+            raise store.DamagedFile(
+                f"{file} is damaged (not readable Parquet): materialize the tables (or everything), which rebuild it from the staging",
+                file,
+            )
+        return str(file)
+    folder = warehouse_dir / table
+    if folder.is_dir():
+        return str(folder / "**" / "*.parquet")
+    raise WarehouseMissing(f"{file} (or a folder {folder}/) does not exist: materialize the {table} table first")
+
+
+def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
+    """Copy the Parquet tables in, runs in run_id order, and make PARQUET_VIEWS views over their files.
+
+    Copied rather than viewed, so that the statistics and the common queries read no other file
+    and readers of runs never see Parquet that a later run rewrote under them. Each copy runs on one
+    thread, the shares side by side: a copy on several threads keeps the file's row order only
+    by rewriting its row groups at the next checkpoint, which costs as much again.
+    The statistics rely on runs' row order (see `history_key` in sql/macros.sql).
+    """
+    sources = {table: _parquet_source(warehouse_dir.resolve(), table) for table in TABLES}
+    for table in PARQUET_VIEWS:
+        # A literal, not a parameter: a view keeps its text. Absolute, so it reads from any folder.
+        path = sources[table].replace("'", "''")
+        con.execute(f"CREATE VIEW \"{table}\" AS SELECT * FROM read_parquet('{path}', union_by_name = true)")
+    con.execute("SET threads = 1")
+
+    def load(tables: tuple[str, ...]) -> None:
+        with con.cursor() as cursor:
+            for table in tables:
+                try:
+                    create_table(cursor, table, "SELECT * FROM read_parquet(?, union_by_name = true)", [sources[table]])
+                except duckdb.Error:  # random damage raises any of its kinds; parquet_reads below tells
+                    damaged = Path(sources[table])
+                    if not damaged.is_file() or store.parquet_reads(damaged):
+                        raise  # not the table's damage (a full disk, say)
+                    # Its footer read (see _parquet_source), its data did not; DuckDB's message is not one line.
+                    # Removed (under the writer lock), so that the tables' next build sees it missing and rebuilds it.
+                    damaged.unlink()
+                    raise store.DamagedFile(
+                        f"{sources[table]} is damaged (its data does not read) and was removed: materialize the tables "
+                        "(or everything), which rebuild it from the staging",
+                        damaged,
+                    ) from None
+
+    with ThreadPoolExecutor(len(LOAD_SHARES)) as pool:
+        for done in [pool.submit(load, share) for share in LOAD_SHARES]:
+            done.result()
+    con.execute("RESET threads")
+    if not _runs_in_run_id_order(con):
+        create_table(con, "runs_in_order", "SELECT * FROM runs ORDER BY run_id")
+        con.execute("DROP TABLE runs")
+        con.execute("ALTER TABLE runs_in_order RENAME TO runs")
+
+
+def create_table(con: duckdb.DuckDBPyConnection, name: str, select: str, params: list | None = None) -> None:
+    """CREATE TABLE name AS select, with ZSTD_COLUMNS compressed by zstd (a CTAS cannot say so).
+
+    Inserted in the order `select` gives when the connection preserves insertion order.
+    """
+    columns = con.execute(f"DESCRIBE {select}", params).fetchall()
+    definitions = ", ".join(
+        f'"{column}" {type_}' + (" USING COMPRESSION zstd" if column in ZSTD_COLUMNS else "") for column, type_, *_ in columns
+    )
+    con.execute(f'CREATE TABLE "{name}" ({definitions})')
+    con.execute(f'INSERT INTO "{name}" {select}', params)
+
+
+def _runs_in_run_id_order(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when runs' rowid order is run_id order, as the tables are written: one pass, no sort.
+
+    The previous row's rowid is compared too, so a scan that did not follow rowid order fails the test.
+    """
+    (disorders,) = con.execute(
+        "SELECT count(*) FROM (SELECT rowid AS row_id, run_id, lag(rowid) OVER () AS previous_row,"
+        " lag(run_id) OVER () AS previous_run_id FROM runs)"
+        " WHERE previous_row <> row_id - 1 OR previous_run_id >= run_id OR run_id IS NULL"
+    ).fetchone()
+    return disorders == 0
+
+
+def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str]) -> None:
+    con.execute(sql_files.text("macros"))
+    # A bound parameter, never spliced into SQL text; the statistics read getvariable('baselines').
+    con.execute("SET VARIABLE baselines = ?::VARCHAR[]", [list(baselines)])
+    # No statistic relies on the order its rows are stored in; those that keep one say ORDER BY.
+    con.execute("SET preserve_insertion_order = false")
+    for name in INTERMEDIATES:
+        con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
+    for name in STATISTICS:
+        if name in VIEWS:
+            con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
+        else:
+            create_table(con, name, sql_files.text(f"statistics/{name}"))
+    for name in sql_files.names("views"):  # views for readers, not statistics (readable_runs)
+        con.execute(f'CREATE VIEW "{name.removeprefix("views/")}" AS\n{sql_files.text(name)}')
+    for name in INTERMEDIATES:
+        con.execute(f'DROP TABLE "{name}"')
+
+
+def _row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    (count,) = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()
+    return int(count)

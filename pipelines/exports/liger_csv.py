@@ -1,0 +1,246 @@
+"""Rebuild an upstream snapshot as a Liger CSV from the normalized tables.
+
+The file is built from `runs`, `measurements`, `run_snapshots` and
+`quarantine`, not from a stored copy of the file: it proves that
+normalization lost nothing. What each field is made from:
+
+- the header is the snapshot's own (`snapshots.header`), in its order;
+  columns beyond the known fifteen come from `runs.extra_columns`;
+- each accepted row is its run (found by `run_snapshots.row_number`), with
+  the text fields as upstream wrote them;
+- `y_value_50/20/80` are numbers from the warehouse: the measurement's
+  `raw_value` (passed runs), else the run's `raw_p*` (a failed run's p20 or
+  p80). The run's verbatim text is written when it reads as that number
+  (`1.50`, `1e-3`), else the number as Python writes a float (the shortest
+  text that reads back as the same double). A missing value (`nan`, empty)
+  is written as the run's verbatim text;
+- a quarantined row is put back at its row number as its `raw` text, so the
+  rebuilt file has every row of the original.
+
+Records are written like upstream writes them (Python's csv writer, excel
+dialect: minimal quoting); what else the file held is the snapshot's layout
+(`bom`, `line_end`, `layout` in the snapshots table: blank lines, a missing
+final newline, rows quoted otherwise). The rebuilt bytes must hash to the
+snapshot's `content_sha256`: when they do not, or the layout says the file
+cannot be rebuilt (bytes that are not UTF-8), NotExact says why and nothing
+is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import polars as pl
+
+from pipelines.ingest.parse_header import UTF8_BOM
+from pipelines.ingest.parse_layout import render
+from pipelines.storage import store
+
+LATEST = "latest"
+EXPORT_DIR = "liger_csv"
+STATISTICS = {"y_value_50": "p50", "y_value_20": "p20", "y_value_80": "p80"}
+# Upstream's column -> the runs column holding its text as written.
+TEXT_FIELDS = {
+    "kernel_name": "kernel",
+    "kernel_provider": "provider",
+    "kernel_operation_mode": "pass",
+    "metric_name": "metric",
+    "metric_unit": "raw_unit",
+    "x_name": "x_name",
+    "x_label": "x_label",
+    "x_value": "x_value",
+    "extra_benchmark_config_str": "raw_config",
+    "gpu_name": "gpu_name",
+    "timestamp": "raw_timestamp",
+    "liger_version": "liger_version",
+}
+
+
+class ExportError(ValueError):
+    """The snapshot cannot be rebuilt; the message says why."""
+
+
+class NotExact(ExportError):
+    """The tables do not give the snapshot's bytes back; the message says why."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: str
+    source_file: str
+    header: tuple[str, ...]
+    row_count: int
+    content_sha256: str | None = None
+    bom: bool = False
+    line_end: str = "\r\n"
+    layout: dict | None = None
+
+    @property
+    def file_name(self) -> str:
+        return PurePosixPath(self.source_file).name
+
+
+def _table(warehouse: Path, name: str) -> pl.LazyFrame:
+    path = warehouse / f"{name}.parquet"
+    if not path.exists():
+        raise ExportError(f"no {name} table in {warehouse}: materialize the warehouse first")
+    return pl.scan_parquet(path)
+
+
+def _snapshot(row: dict) -> Snapshot:
+    return Snapshot(
+        row["snapshot_id"],
+        row["source_file"],
+        tuple(json.loads(row["header"] or "[]")),
+        row["row_count"],
+        content_sha256=row.get("content_sha256"),
+        bom=bool(row.get("bom")),
+        line_end=row.get("line_end") or "\r\n",
+        layout=json.loads(row["layout"]) if row.get("layout") else None,
+    )
+
+
+def latest_snapshots(warehouse: Path) -> list[Snapshot]:
+    """The newest snapshot of every file still at the source's head."""
+    rows = _table(warehouse, "snapshots").filter(pl.col("is_latest")).sort("source_file").collect()
+    return [_snapshot(r) for r in rows.iter_rows(named=True)]
+
+
+def resolve_snapshot(warehouse: Path, snapshot: str, file: str | None = None) -> Snapshot:
+    """A snapshot by id, or `latest` with the file's name (or path) when several files are at head."""
+    if snapshot != LATEST:
+        rows = _table(warehouse, "snapshots").filter(pl.col("snapshot_id") == snapshot).collect()
+        if rows.is_empty():
+            raise ExportError(f"no snapshot {snapshot!r} in {warehouse}")
+        return _snapshot(rows.row(0, named=True))
+    latest = latest_snapshots(warehouse)
+    matching = [s for s in latest if file is None or file in (s.source_file, s.file_name)]
+    if len(matching) == 1:
+        return matching[0]
+    names = ", ".join(s.file_name for s in latest) or "none"
+    if not matching:
+        raise ExportError(f"no latest snapshot of {file!r}; the files at head are: {names}")
+    raise ExportError(f"several files are at head ({names}): name one with --file")
+
+
+def _accepted_rows(warehouse: Path, snapshot_id: str) -> pl.DataFrame:
+    placed = _table(warehouse, "run_snapshots").filter(pl.col("snapshot_id") == snapshot_id).select("run_id", "row_number")
+    runs = _table(warehouse, "runs").select(
+        "run_id",
+        *TEXT_FIELDS.values(),
+        "extra_columns",
+        *[f"raw_{column}" for column in STATISTICS],
+        *[f"raw_{stat}" for stat in STATISTICS.values()],
+    )
+    measured = (
+        _table(warehouse, "measurements")
+        .join(placed.select("run_id"), on="run_id", how="semi")
+        .collect()
+        .pivot("statistic", index="run_id", values="raw_value")
+    )
+    measured = measured.rename({s: f"measured_{s}" for s in STATISTICS.values() if s in measured.columns})
+    frame = placed.join(runs, on="run_id", how="left").collect().join(measured, on="run_id", how="left")
+    missing = frame.filter(pl.col("kernel").is_null())["run_id"].to_list()
+    if missing:
+        raise ExportError(f"snapshot {snapshot_id} places runs that are not in the runs table: {missing[:5]}")
+    return frame
+
+
+def _y_field(row: dict, column: str) -> float | str:
+    stat = STATISTICS[column]
+    number = row.get(f"measured_{stat}")
+    if number is None:
+        number = row[f"raw_{stat}"]
+    text = row[f"raw_{column}"]
+    if number is None or (text is not None and _reads_as(text, number)):
+        return text
+    return number
+
+
+def _reads_as(text: str, number: float) -> bool:
+    try:
+        return float(text) == number
+    except ValueError:
+        return False
+
+
+def _fields(row: dict, header: tuple[str, ...]) -> list[float | str | None]:
+    extra = json.loads(row["extra_columns"]) if row["extra_columns"] else {}
+    fields: list[float | str | None] = []
+    for column in header:
+        if column in STATISTICS:
+            fields.append(_y_field(row, column))
+        elif column in TEXT_FIELDS:
+            fields.append(row[TEXT_FIELDS[column]])
+        else:
+            fields.append(extra.get(column))
+    return fields
+
+
+def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True) -> bytes:
+    """The snapshot's file, rebuilt from the tables: same header, same rows in the same order, same bytes
+    (NotExact when they are not; `verify=False` returns what the tables give without comparing)."""
+    if not snapshot.header:
+        raise ExportError(f"snapshot {snapshot.snapshot_id} has no header: it was not a CSV and cannot be rebuilt")
+    layout = snapshot.layout or {}
+    if layout.get("inexact") and verify:
+        raise NotExact(f"snapshot {snapshot.snapshot_id} cannot be rebuilt byte for byte: {layout['inexact']}")
+    lines: dict[int, str] = {}
+    placed = 0
+    for row in _accepted_rows(warehouse, snapshot.snapshot_id).iter_rows(named=True):
+        lines[row["row_number"]] = render(_fields(row, snapshot.header))
+        placed += 1
+    quarantined = _table(warehouse, "quarantine").filter(pl.col("snapshot_id") == snapshot.snapshot_id).collect()
+    for row_number, raw in quarantined.select("row_number", "raw").iter_rows():
+        lines[row_number] = raw
+        placed += 1
+    expected = list(range(1, snapshot.row_count + 1))
+    if placed != snapshot.row_count or sorted(lines) != expected:
+        raise ExportError(
+            f"snapshot {snapshot.snapshot_id} has {snapshot.row_count} rows but the tables place "
+            f"{placed} (rows 1..{snapshot.row_count} must each appear once)"
+        )
+    lines[0] = render(snapshot.header)
+    lines.update({int(k): text for k, text in layout.get("lines", {}).items()})
+    after = {int(k): text for k, text in layout.get("after", {}).items()}
+    text = "".join(lines[n] + after.get(n, snapshot.line_end) for n in [0, *expected])
+    data = (UTF8_BOM if snapshot.bom else b"") + text.encode("utf-8")
+    if verify and snapshot.content_sha256 and hashlib.sha256(data).hexdigest() != snapshot.content_sha256:
+        raise NotExact(
+            f"snapshot {snapshot.snapshot_id} rebuilds to other bytes than the original's (sha256 {snapshot.content_sha256[:12]}...): "
+            "a row's run was first seen with other text, or the tables were changed since; no file written"
+        )
+    return data
+
+
+def export_names(snapshots: list[Snapshot]) -> dict[str, str]:
+    """snapshot_id -> the file name of its export: the upstream file's name, or its whole path (`/` as `__`)
+    when two files at head share a name, so that one odd layout upstream never stops the export."""
+    names = [s.file_name for s in snapshots]
+    return {s.snapshot_id: s.file_name if names.count(s.file_name) == 1 else s.source_file.replace("/", "__") for s in snapshots}
+
+
+def write_latest(warehouse: Path, out_dir: Path, warn: Callable[[str], None] = lambda message: None) -> dict[str, int]:
+    """Rebuild the newest snapshot of every file at head into `out_dir/<file name>`, each
+    atomically; CSVs there of files no longer at head are removed. Returns rows per file.
+
+    A snapshot the tables cannot give back byte for byte is not written (a different file would pass
+    for upstream's) and `warn` says why; the others are, so the daily export goes on."""
+    written: dict[str, int] = {}
+    snapshots = [s for s in latest_snapshots(warehouse) if s.header]
+    for snapshot, name in zip(snapshots, export_names(snapshots).values()):
+        try:
+            data = rebuild(warehouse, snapshot)
+        except NotExact as exc:
+            warn(f"{name} not exported: {exc}")
+            continue
+        store.write_bytes_atomic(out_dir / name, data)
+        written[name] = snapshot.row_count
+    for stale in out_dir.glob("*.csv"):
+        if stale.name not in written:
+            stale.unlink()
+    return written

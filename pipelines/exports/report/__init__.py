@@ -1,0 +1,11 @@
+"""The static report: pictures of who wins, where, and what changed, as a site that opens from disk.
+
+`build_report(warehouse_dir)` renders WAREHOUSE_DIR/report/ from warehouse.duckdb;
+`is_stale(warehouse_dir)` tells whether the statistics (or the report's code)
+changed since; `build_report_if_stale` builds only then.
+"""
+
+from pipelines.exports.report.build import REPORT_DIR, build_report, build_report_if_stale, is_stale, report_dir
+from pipelines.exports.report.site import ReportSummary
+
+__all__ = ["REPORT_DIR", "ReportSummary", "build_report", "build_report_if_stale", "is_stale", "report_dir"]

@@ -1,0 +1,56 @@
+"""Stage several snapshots at once, one process per worker.
+
+Parsing and normalizing a snapshot hold the GIL for much of their time (Python's csv module, the
+per-value lookups), so a second thread would not use the second core; a second process does. Each
+worker opens the source once and keeps its own lookup cache.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.ingest import staging
+from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.source_types import SnapshotRef
+
+if TYPE_CHECKING:
+    from pipelines.ingest.steps import SourceSettings
+
+# Below this many snapshots, starting the worker processes (each imports polars) costs more than it saves.
+PARALLEL_FROM = 4
+
+_worker: dict = {}
+
+
+def stage_all(
+    warehouse: Path, settings: SourceSettings, jobs: list[tuple[SnapshotRef, int]], workers: int
+) -> Iterator[staging.SnapshotMeta]:
+    """Stage each (snapshot, ingest_seq) of `jobs`, yielding their metadata in the order of `jobs`."""
+    if workers <= 1 or len(jobs) < PARALLEL_FROM:
+        source, cache = settings.open(), DistinctCache()
+        for ref, seq in jobs:
+            yield staging.stage_snapshot(warehouse, ref, source.read, cache, seq)
+        return
+    # spawn, not fork: a forked copy of a process running polars' or Dagster's threads can deadlock.
+    pool = ProcessPoolExecutor(
+        min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_open, initargs=(settings,)
+    )
+    try:
+        futures = [pool.submit(_stage, warehouse, ref, seq) for ref, seq in jobs]
+        for future in futures:
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _open(settings: SourceSettings) -> None:
+    _worker["source"] = settings.open()
+    _worker["cache"] = DistinctCache()
+
+
+def _stage(warehouse: Path, ref: SnapshotRef, seq: int) -> staging.SnapshotMeta:
+    return staging.stage_snapshot(warehouse, ref, _worker["source"].read, _worker["cache"], seq)

@@ -1,0 +1,238 @@
+"""The ingest steps end to end, without Dagster: sync the source, stage new snapshots, assemble tables."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pipelines.assemble import tables
+from pipelines.core import schemas
+from pipelines.ingest import stage_pool, staging
+from pipelines.ingest.source import Source, open_source
+from pipelines.ingest.source_address import normalized_source
+from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
+from pipelines.storage import store
+
+LISTING = "_source.json"
+TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    source: str
+    branch: str
+    file_glob: str
+    cache_dir: Path
+
+    def open(self) -> Source:
+        return open_source(self.source, self.cache_dir, self.branch, self.file_glob)
+
+
+@dataclass
+class StageReport:
+    listed: int
+    staged: list[str] = field(default_factory=list)
+    already: int = 0
+    warnings: list[str] = field(default_factory=list)
+    # Damaged staged snapshots removed to be staged again (what was wrong), and the ingest_seq they had.
+    repaired: list[str] = field(default_factory=list)
+    kept_seqs: dict[str, int] = field(default_factory=dict)
+    metas: list[staging.SnapshotMeta] = field(default_factory=list)
+
+
+@dataclass
+class TablesReport:
+    rewritten: bool
+    row_counts: dict[str, int]
+    # What the tables were assembled from (the staged snapshots, the files at head, the code).
+    fingerprint: str
+
+
+def sync(warehouse: Path, settings: SourceSettings) -> Listing:
+    """Clone or fetch the source and record what it holds now in `_source.json`."""
+    check_same_source(warehouse, settings)
+    source = settings.open()
+    source.sync()
+    listing = source.listing()
+    store.write_json_atomic(
+        warehouse / LISTING,
+        {
+            "source": settings.source,
+            "source_key": normalized_source(settings.source),
+            "branch": settings.branch,
+            "head": listing.head,
+            "files_at_head": list(listing.files_at_head),
+            "snapshots": [asdict(ref) | {"committed_at": _iso(ref.committed_at)} for ref in listing.snapshots],
+        },
+    )
+    return listing
+
+
+def check_same_source(warehouse: Path, settings: SourceSettings) -> None:
+    """Refuse to ingest a second source into a warehouse that holds one already: the two histories
+    would be merged silently (its tables, `in_latest` and exports would mix both). The same source
+    spelled differently (a relative and an absolute path, a file URL) is the same source."""
+    recorded = _recorded_source(warehouse)
+    if recorded is None:
+        return
+    shown, key = recorded
+    if key != normalized_source(settings.source):
+        raise SourceError(
+            f"the warehouse {warehouse} holds the source {shown!r}, not LIGER_SOURCE {settings.source!r}: one warehouse holds one "
+            f"source; set WAREHOUSE_DIR to another folder for the new source, or delete {warehouse} to rebuild it from the new one"
+        )
+
+
+def _recorded_source(warehouse: Path) -> tuple[str, str] | None:
+    """(as given, normalized) of the source recorded in the listing, else of a staged snapshot; None for a new warehouse."""
+    raw = store.read_state(warehouse / LISTING)
+    if isinstance(raw.get("source"), str):
+        return raw["source"], raw.get("source_key") or normalized_source(raw["source"])
+    # No listing yet (or a damaged one): the staged snapshots say which source they came from.
+    for meta in staging.staged_metas(warehouse):
+        return meta.source, normalized_source(meta.source)
+    return None
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def recorded_listing(warehouse: Path) -> Listing | None:
+    """The listing the last sync recorded; None before the first. A damaged one is DamagedFile: the
+    next sync (upstream_source) writes it again."""
+    path = warehouse / LISTING
+    if not path.exists():
+        return None
+    raw = store.read_json(path)
+    try:
+        refs = tuple(
+            SnapshotRef(**(r | {"committed_at": datetime.fromisoformat(r["committed_at"]) if r["committed_at"] else None}))
+            for r in raw["snapshots"]
+        )
+        return Listing(head=raw["head"], snapshots=refs, files_at_head=tuple(raw["files_at_head"]))
+    except (TypeError, KeyError, ValueError):
+        raise store.DamagedFile(
+            f"{path} is damaged (not the listing a sync writes): materialize upstream_source (or everything) to list the source again",
+            path,
+        ) from None
+
+
+def stage(
+    warehouse: Path, settings: SourceSettings, listing: Listing, snapshot_ids: list[str], workers: int = 1, progress=None
+) -> StageReport:
+    """Parse and normalize each of `snapshot_ids` (partitions of raw_snapshots) into its staging folder,
+    replacing what was staged for it; the other staged snapshots are not read. With `workers` > 1 the
+    snapshots are staged in that many processes at once."""
+    report = StageReport(listed=len(listing.snapshots))
+    # A run killed mid-staging leaves its half-written snapshot folder behind: sweep it.
+    store.recover(staging.staging_dir(warehouse))
+    staged, damaged = staging.scan_staging(warehouse)
+    lost = _clear_damaged(damaged, listing, report)
+    refs = {ref.snapshot_id: ref for ref in listing.snapshots}
+    wanted = set(snapshot_ids)
+    unknown = [i for i in snapshot_ids if i not in refs and i not in {m.snapshot_id for m in staged}]
+    if unknown:
+        raise SourceError(
+            f"snapshot {unknown[0]} is not in the source's listing and was never staged: it cannot be staged from {settings.source}"
+        )
+    # One asked for but no longer in the source keeps its intact staging, the only copy.
+    pending = [ref for ref in listing.snapshots if ref.snapshot_id in wanted]
+    kept = [m for m in staged if m.snapshot_id not in wanted]
+    ingest_seq = 1 + max((m.ingest_seq for m in staged), default=0)
+    # A commit's snapshots share one ingest_seq, as when they are staged in one run: one staged again
+    # (after damage, or by a new normalizer) keeps its place among its commit's other files.
+    seqs = {m.snapshot_id: m.ingest_seq for m in staged} | report.kept_seqs
+    commit_seqs = {m.commit: m.ingest_seq for m in kept if m.commit}
+    jobs = []
+    for ref in pending:
+        seq = seqs.get(ref.snapshot_id) or commit_seqs.get(ref.commit) or ingest_seq
+        if ref.commit:
+            commit_seqs.setdefault(ref.commit, seq)
+        jobs.append((ref, seq))
+    for index, meta in enumerate(stage_pool.stage_all(warehouse, settings, jobs, workers), 1):
+        report.staged.append(meta.snapshot_id)
+        report.metas.append(meta)
+        report.warnings += [f"{meta.snapshot_id}: {warning}" for warning in meta.warnings]
+        if progress:
+            progress(f"staged {index}/{len(jobs)} {meta.snapshot_id}: {meta.accepted} accepted, {meta.quarantined} quarantined")
+    if lost:
+        raise lost
+    return report
+
+
+def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, workers: int = 1, progress=None) -> StageReport:
+    """Stage every listed snapshot that is not staged intact: the whole ingest without Dagster's partitions
+    (the benchmark, tests)."""
+    staged = {meta.snapshot_id for meta in staging.staged_metas(warehouse)}
+    pending = [ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in staged]
+    report = stage(warehouse, settings, listing, pending, workers, progress)
+    report.already = report.listed - len(pending)
+    return report
+
+
+def _clear_damaged(damaged: list[staging.DamagedSnapshot], listing: Listing, report: StageReport) -> store.DamagedFile | None:
+    """Remove every damaged staged snapshot the source still lists, so that it is staged again; the
+    error naming the first one it no longer lists (its staging was the only copy), which is kept."""
+    listed = {staging.snapshot_key(ref.snapshot_id): ref.snapshot_id for ref in listing.snapshots}
+    lost = None
+    for snapshot in damaged:
+        if snapshot.folder.name in listed:
+            shutil.rmtree(snapshot.folder)
+            report.repaired.append(f"{listed[snapshot.folder.name]} staged again: {snapshot.problem}")
+            if snapshot.meta is not None:
+                # Its place among snapshots staged from the same place in history (plain files) is kept.
+                report.kept_seqs[snapshot.meta.snapshot_id] = snapshot.meta.ingest_seq
+        elif lost is None:
+            lost = _lost(snapshot)
+    return lost
+
+
+def _lost(damaged: staging.DamagedSnapshot) -> store.DamagedFile:
+    snapshot = f"snapshot {damaged.meta.snapshot_id}" if damaged.meta else "its snapshot"
+    return store.DamagedFile(
+        f"{damaged.problem}, and {snapshot} is no longer in the source to be staged again: restore {damaged.folder} "
+        "from a backup, or delete that folder to drop the snapshot's runs from the warehouse",
+        damaged.folder,
+    )
+
+
+def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesReport:
+    """Assemble and commit all tables together, unless nothing they depend on changed."""
+    metas, damaged = staging.scan_staging(warehouse)
+    if damaged:
+        # Assembled without it, the tables would silently lose its runs.
+        raise store.DamagedFile(
+            f"{damaged[0].problem}: materialize raw_snapshots (or everything), which stages the snapshot again", damaged[0].folder
+        )
+    print_ = tables.fingerprint(metas, files_at_head)
+    state_path = warehouse / tables.STATE
+    state = store.read_state(state_path)
+    if state.get("fingerprint") == print_ and _tables_intact(warehouse, state.get("row_counts")):
+        return TablesReport(rewritten=False, row_counts=state["row_counts"], fingerprint=print_)
+    # The tables are written straight into a scratch folder of the warehouse (swept by store.recover if
+    # the run dies), then renamed into place together.
+    scratch = store.temp_path(warehouse / "_tables")
+    scratch.mkdir(parents=True)
+    try:
+        files = tables.write_tables(warehouse, files_at_head, scratch)
+        store.commit_files(warehouse, {f"{name}.parquet": file.path for name, file in files.items()})
+    except store.DamagedFile as damage:
+        if damage.path is not None and damage.path.parent.parent == staging.staging_dir(warehouse):
+            staging.mark_damaged(damage.path.parent, str(damage))
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    counts = {name: file.rows for name, file in files.items()}
+    store.write_json_atomic(state_path, {"fingerprint": print_, "row_counts": counts})
+    return TablesReport(rewritten=True, row_counts=counts, fingerprint=print_)
+
+
+def _tables_intact(warehouse: Path, row_counts: object) -> bool:
+    """Every table file's footer reads and counts the rows the last build wrote: an unchanged fingerprint
+    must not keep a table file damaged since (the check reads footers, not data)."""
+    if not isinstance(row_counts, dict):
+        return False
+    return all(store.parquet_rows(warehouse / f"{name}.parquet") == row_counts.get(name) for name in TABLE_NAMES)

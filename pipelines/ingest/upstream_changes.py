@@ -1,0 +1,68 @@
+"""Has upstream published data the warehouse lacks? The question the upstream sensor asks.
+
+The answer costs one `git ls-remote` when the branch head has not moved. When it
+has, the sensor's own clone (beside the ingest's, so a tick never touches a clone
+a run is reading) is fetched and listed; which of its snapshots need a run is the
+planner's question (pipelines.orchestration.plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.ingest.source import Source
+from pipelines.ingest.source_git import GitSource
+from pipelines.ingest.source_types import Listing
+from pipelines.ingest.steps import SourceSettings, check_same_source, recorded_listing
+from pipelines.storage import store
+
+if TYPE_CHECKING:
+    from pipelines.orchestration.plan import IngestPlan
+
+SENSOR_CACHE = "sensor"
+
+
+@dataclass(frozen=True)
+class UpstreamCheck:
+    head: str | None
+    # None when the head did not move (nothing was fetched or listed).
+    listing: Listing | None = None
+    files_at_head_changed: bool = False
+
+    def summary(self, plan: IngestPlan | None = None) -> str:
+        if self.head is None:
+            return "the upstream branch does not exist (yet): nothing to ingest"
+        if self.listing is None:
+            return f"upstream head unchanged at {self.head[:12]}"
+        if plan is not None and plan.stage_keys:
+            return f"upstream head {self.head[:12]}: {plan.summary()}"
+        if self.files_at_head_changed:
+            return f"upstream head {self.head[:12]} added or removed a data file"
+        return f"upstream head moved to {self.head[:12]} without changing a data file"
+
+
+def sensor_listing(warehouse: Path, settings: SourceSettings, source: Source | None = None) -> Listing:
+    """What upstream holds now, from the sensor's own clone (fetched first)."""
+    check_same_source(warehouse, settings)  # else a tick would ask for a run that can only be refused
+    source = source or replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE).open()
+    if isinstance(source, GitSource):
+        source.sync()  # a CSV source reads its content to hash it when listed
+    return source.listing()
+
+
+def check_upstream(warehouse: Path, settings: SourceSettings, last_head: str | None) -> UpstreamCheck:
+    """Compare upstream with the warehouse; only a moved head costs more than `git ls-remote`."""
+    check_same_source(warehouse, settings)
+    source = replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE).open()
+    head = source.remote_head()
+    if head is None or head == last_head:
+        return UpstreamCheck(head=head)
+    listing = sensor_listing(warehouse, settings, source)
+    try:
+        recorded = recorded_listing(warehouse)
+    except store.DamagedFile:
+        recorded = None  # the run this asks for lists the source again
+    recorded_files = set(recorded.files_at_head) if recorded else set()
+    return UpstreamCheck(head=listing.head or head, listing=listing, files_at_head_changed=recorded_files != set(listing.files_at_head))

@@ -1,0 +1,1 @@
+"""Files that are whole or absent: atomic writes, the commit journal, Parquet, freshness stamps."""
