@@ -244,7 +244,7 @@ def test_a_damaged_listing_is_synced_again(clean, tmp_path, damage):
     LISTING_DAMAGES[damage](warehouse / LISTING)
     source_settings = SourceSettings(clean.source, "main", FILE_GLOB, cache)
     # The sensor does not fail on it: it asks for the run that lists the source again.
-    assert check_upstream(warehouse, source_settings, None).needs_ingest
+    assert check_upstream(warehouse, source_settings, None).files_at_head_changed
     # The tables alone (materialized without the source) say which file and what to do.
     with pytest.raises(store.DamagedFile) as caught:
         recorded_listing(warehouse)
