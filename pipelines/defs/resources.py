@@ -1,9 +1,12 @@
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import dagster as dg
 
 from pipelines.core import settings
+from pipelines.duck import warehouse_db
 from pipelines.ingest.steps import SourceSettings
+from pipelines.storage import store
 
 
 class Warehouse(dg.ConfigurableResource):
@@ -27,6 +30,15 @@ class Warehouse(dg.ConfigurableResource):
 
     def source_settings(self) -> SourceSettings:
         return SourceSettings(self.source, self.branch, self.file_glob, Path(self.cache_dir))
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Hold the warehouse for writing: its file lock (Dagster's pool serializes Dagster's writers, the lock
+        also the CLI's), and a table commit a killed writer left half done is finished first."""
+        return store.writer_lock(self.path)
+
+    def reading(self) -> AbstractContextManager[warehouse_db.Session]:
+        """A read-only session over warehouse.duckdb, never blocked by a writer."""
+        return warehouse_db.session(self.path)
 
 
 def default_warehouse() -> Warehouse:

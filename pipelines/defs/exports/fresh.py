@@ -8,7 +8,7 @@ import dagster as dg
 
 from pipelines.defs.resources import Warehouse
 from pipelines.exports.resources_export import EXPORTS
-from pipelines.storage import freshness, store
+from pipelines.storage import freshness
 
 STAMPS = "_stamps"
 
@@ -24,7 +24,7 @@ def export_if_stale(
 ) -> dict[str, int]:
     """Files written -> count, from `write()` under the writer lock, or as recorded when the
     export's tables and code are the same as when it was last written and its files are all there."""
-    with store.writer_lock(warehouse.path):
+    with warehouse.writing():
         key = freshness.fingerprint([warehouse.path / f"{t}.parquet" for t in tables], code)
         built, counts = freshness.rebuild_if_stale(
             warehouse.path / EXPORTS / STAMPS / f"{name}.json", key, lambda recorded: [out / f for f in recorded or {}], write

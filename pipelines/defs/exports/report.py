@@ -6,7 +6,6 @@ from pipelines.defs.common import WRITERS
 from pipelines.defs.resources import Warehouse
 from pipelines.duck import warehouse_db
 from pipelines.exports.report import build_report_if_stale
-from pipelines.storage import store
 
 OVERVIEW_ALT = "Geometric-mean ratio to the baseline per provider and GPU"
 # The stored statistics (run_noise, a view of runs, is not read by the report).
@@ -20,7 +19,7 @@ def report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.Materi
     band) and its ratio to the baseline, the regressions and improvements between versions,
     and for every number its run, snapshot and upstream commit."""
     # Under the writer lock: another writer's recover() sweeps temporary folders such as this build's.
-    with store.writer_lock(warehouse.path):
+    with warehouse.writing():
         built, summary = build_report_if_stale(warehouse.path)
     state = "built" if built else "up to date (same warehouse.duckdb and report code)"
     context.log.info(f"report {state}: {summary.pages} pages, {summary.images} pictures in {summary.folder}")

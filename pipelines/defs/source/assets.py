@@ -12,7 +12,6 @@ from pipelines.ingest.source_types import SnapshotRef
 from pipelines.ingest.staging import SnapshotMeta
 from pipelines.ingest.steps import recorded_listing, stage, sync
 from pipelines.orchestration.plan import NORMALIZER_CODE_VERSION, SNAPSHOTS, STAGED_DATA_VERSION, plan_ingest, register
-from pipelines.storage import store
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
@@ -26,7 +25,7 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     run) or the CSV file or URL that `LIGER_SOURCE` names, listed as one snapshot per
     (commit, file) that changed a `benchmark/data/all_benchmark_data*.csv` file. Each snapshot not
     seen before becomes a partition of raw_snapshots."""
-    with store.writer_lock(warehouse.path):
+    with warehouse.writing():
         listing = sync(warehouse.path, warehouse.source_settings())
     new = plan_ingest(context.instance, warehouse.path, listing).new_keys
     register(context.instance, new)
@@ -64,7 +63,7 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
     if listing is None:
         raise dg.Failure("no source listing: materialize upstream_source first")
     keys = context.partition_keys
-    with store.writer_lock(warehouse.path):
+    with warehouse.writing():
         report = stage(
             warehouse.path,
             warehouse.source_settings(),

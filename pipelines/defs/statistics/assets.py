@@ -6,7 +6,6 @@ from pipelines.core.metadata import markdown_table
 from pipelines.defs.common import WRITERS, table_version
 from pipelines.defs.resources import Warehouse
 from pipelines.duck import database_build, warehouse_db
-from pipelines.storage import store
 
 GROUP = "statistics"
 PREVIEW_ROWS = 5
@@ -47,12 +46,12 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     keeps reading the previous statistics until the new ones are complete.
     """
     # The writer lock: the tables are read as one consistent set, never mid-commit.
-    with store.writer_lock(warehouse.path):
+    with warehouse.writing():
         rebuilt, counts = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
         inputs = database_build.inputs_fingerprint(warehouse.path, warehouse.baselines)
     database = warehouse_db.database_path(warehouse.path)
     context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
-    with warehouse_db.session(warehouse.path) as reader:
+    with warehouse.reading() as reader:
         results = [
             dg.MaterializeResult(
                 asset_key=name,

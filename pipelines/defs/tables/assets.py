@@ -6,7 +6,6 @@ from pipelines.core import schemas
 from pipelines.defs.common import WRITERS, check_result, table_metadata, table_version
 from pipelines.defs.resources import Warehouse
 from pipelines.ingest.steps import TABLE_NAMES, build_tables, recorded_listing
-from pipelines.storage import store
 
 DESCRIPTIONS = {
     "runs": "One row per distinct run (upstream key + timestamp), with its workload, digests, "
@@ -48,7 +47,7 @@ def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """Assemble all tables from the staged snapshots and commit them together (all or nothing)."""
     listing = recorded_listing(warehouse.path)
     files_at_head = list(listing.files_at_head) if listing else None
-    with store.writer_lock(warehouse.path):
+    with warehouse.writing():
         report = build_tables(warehouse.path, files_at_head)
         # Under the lock, so no other writer replaces a file while its first rows are read.
         heads = {name: pl.scan_parquet(warehouse.path / f"{name}.parquet").head(PREVIEW_ROWS).collect() for name in TABLE_NAMES}
