@@ -33,13 +33,17 @@ class SourceSettings:
 @dataclass
 class StageReport:
     listed: int
-    staged: list[str] = field(default_factory=list)
     already: int = 0
     warnings: list[str] = field(default_factory=list)
     # Damaged staged snapshots removed to be staged again (what was wrong), and the ingest_seq they had.
     repaired: list[str] = field(default_factory=list)
     kept_seqs: dict[str, int] = field(default_factory=dict)
     metas: list[staging.SnapshotMeta] = field(default_factory=list)
+
+    @property
+    def staged(self) -> list[str]:
+        """The ids of the snapshots this run staged, in the order they were staged."""
+        return [meta.snapshot_id for meta in self.metas]
 
 
 @dataclass
@@ -133,7 +137,8 @@ def stage(
     lost = _clear_damaged(damaged, listing, report)
     refs = {ref.snapshot_id: ref for ref in listing.snapshots}
     wanted = set(snapshot_ids)
-    unknown = [i for i in snapshot_ids if i not in refs and i not in {m.snapshot_id for m in staged}]
+    staged_ids = {m.snapshot_id for m in staged}
+    unknown = [i for i in snapshot_ids if i not in refs and i not in staged_ids]
     if unknown:
         raise SourceError(
             f"snapshot {unknown[0]} is not in the source's listing and was never staged: it cannot be staged from {settings.source}"
@@ -153,7 +158,6 @@ def stage(
             commit_seqs.setdefault(ref.commit, seq)
         jobs.append((ref, seq))
     for index, meta in enumerate(stage_pool.stage_all(warehouse, settings, jobs, workers), 1):
-        report.staged.append(meta.snapshot_id)
         report.metas.append(meta)
         report.warnings += [f"{meta.snapshot_id}: {warning}" for warning in meta.warnings]
         if progress:

@@ -57,10 +57,15 @@ class IngestPlan:
         return f"{len(self.new_keys)} new snapshot(s); staging {len(self.stage_keys)} partition(s): {shown}"
 
 
+def new_keys(instance: dg.DagsterInstance, listing: Listing, registered: list[str] | None = None) -> tuple[str, ...]:
+    """The listed snapshots that are not partitions yet, in history order."""
+    known = set(instance.get_dynamic_partitions(SNAPSHOTS.name) if registered is None else registered)
+    return tuple(ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in known)
+
+
 def plan_ingest(instance: dg.DagsterInstance, warehouse: Path, listing: Listing) -> IngestPlan:
     registered = instance.get_dynamic_partitions(SNAPSHOTS.name)
-    known = set(registered)
-    new = tuple(ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in known)
+    new = new_keys(instance, listing, registered)
     order = [*registered, *new]
     listed = {ref.snapshot_id for ref in listing.snapshots}
     needed = {key for key in order if key in listed} - _current(instance, warehouse, registered)

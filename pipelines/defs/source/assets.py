@@ -11,14 +11,14 @@ from pipelines.ingest.source_address import normalized_source
 from pipelines.ingest.source_types import SnapshotRef
 from pipelines.ingest.staging import SnapshotMeta
 from pipelines.ingest.steps import recorded_listing, stage, sync
-from pipelines.orchestration.plan import NORMALIZER_CODE_VERSION, SNAPSHOTS, STAGED_DATA_VERSION, plan_ingest, register
+from pipelines.orchestration.plan import NORMALIZER_CODE_VERSION, SNAPSHOTS, STAGED_DATA_VERSION, new_keys, register
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
 SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)])
 
 
-# Network steps retry with backoff inside the source (pipelines.ingest.source.with_retries).
+# Network steps retry with backoff inside the source (pipelines.ingest.source_retry.with_retries).
 @dg.asset(group_name="source", kinds={"git"}, pool=WRITERS)
 def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The upstream benchmark data: the git repository (cloned once into the cache, fetched on every
@@ -27,7 +27,7 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     seen before becomes a partition of raw_snapshots."""
     with warehouse.writing():
         listing = sync(warehouse.path, warehouse.source_settings())
-    new = plan_ingest(context.instance, warehouse.path, listing).new_keys
+    new = new_keys(context.instance, listing)
     register(context.instance, new)
     context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new")
     return dg.MaterializeResult(
