@@ -14,12 +14,12 @@ from pipelines.cli.cli_output import GuardedStream, StandardOutputError, UsageEr
 from pipelines.cli.cli_queries import add_compare_parser, add_sql_parser
 from pipelines.cli.cli_report import add_report_parser
 from pipelines.core import instance, settings
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 from pipelines.exports import liger_csv
 
 # Errors a user can act on, each shown as its one-line message: usage errors exit 2, the others 1.
-USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, warehouse_db.NoStatement)
-FAILURES: tuple[type[Exception], ...] = (UserError, warehouse_db.WarehouseMissing, liger_csv.ExportError, duckdb.Error)
+USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, db.NoStatement)
+FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error)
 
 
 class Parser(argparse.ArgumentParser):
@@ -46,9 +46,9 @@ def materialize(args: argparse.Namespace) -> int:
 
 
 def show_run(args: argparse.Namespace) -> int:
-    from pipelines.exports.resources_export import show_run as find
+    from pipelines.exports.ndjson import show_run as find
 
-    warehouse = settings.warehouse_dir()
+    warehouse = settings.read().warehouse_dir
     if not (warehouse / "runs.parquet").is_file():
         raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
     document = find(warehouse, args.run_id)

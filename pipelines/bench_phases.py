@@ -118,13 +118,13 @@ def _phase_dagster_floor() -> dict:
 def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     """build_database over the normalized warehouse; with design "copies", every table copied in (the
     design PARQUET_VIEWS replaced), built beside the Parquet files in a folder of links to them."""
-    from pipelines.duck import database_build, warehouse_db
+    from pipelines.duck import database_build, db
 
     folder = Path(warehouse)
     if design == "copies":
         folder = _linked_warehouse(folder, folder.parent / "copies")
-        database_build.PARQUET_VIEWS = warehouse_db.PARQUET_VIEWS = ()
-        database_build.LOAD_SHARES = (("runs",), tuple(table for table in warehouse_db.TABLES if table != "runs"))
+        database_build.PARQUET_VIEWS = db.PARQUET_VIEWS = ()
+        database_build.LOAD_SHARES = (("runs",), tuple(table for table in db.TABLES if table != "runs"))
     timed: dict[str, float] = {}
 
     def timing(step: str, run):
@@ -138,8 +138,8 @@ def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     # The statistics SQL is what the floor is set against; the copy of the tables is reported beside it.
     database_build._load_tables = timing("load_s", database_build._load_tables)
     database_build._create_statistics = timing("sql_s", database_build._create_statistics)
-    counts = database_build.build_database(folder, settings.baselines())
-    size = warehouse_db.database_path(folder).stat().st_size
+    counts = database_build.build_database(folder, settings.read().baselines)
+    size = db.database_path(folder).stat().st_size
     return {"sql_s": timed["sql_s"], "load_s": timed["load_s"], "runs": counts["runs"], "database_mb": size / 2**20}
 
 
@@ -154,9 +154,9 @@ def _linked_warehouse(warehouse: Path, folder: Path) -> Path:
 def _phase_statistics_floor(warehouse: str) -> dict:
     import duckdb
 
-    from pipelines.duck import warehouse_db
+    from pipelines.duck import db
 
-    with duckdb.connect(str(warehouse_db.database_path(Path(warehouse))), read_only=True) as con:
+    with duckdb.connect(str(db.database_path(Path(warehouse))), read_only=True) as con:
         started = time.perf_counter()
         con.execute(FLOOR_GROUP_BY)
         seconds = time.perf_counter() - started
@@ -169,9 +169,9 @@ def _phase_statistics_output(warehouse: str) -> dict:
     stores them costs before it computes anything."""
     import duckdb
 
-    from pipelines.duck import database_build, warehouse_db
+    from pipelines.duck import database_build, db
 
-    database = warehouse_db.database_path(Path(warehouse))
+    database = db.database_path(Path(warehouse))
     with (
         tempfile.TemporaryDirectory(dir=database.parent) as folder,
         duckdb.connect(str(Path(folder) / "copy.duckdb"), config={"memory_limit": database_build.MEMORY_LIMIT}) as con,
@@ -179,8 +179,8 @@ def _phase_statistics_output(warehouse: str) -> dict:
         con.execute("ATTACH ? AS built (READ_ONLY)", [str(database)])
         con.execute("SET preserve_insertion_order = false")
         started = time.perf_counter()
-        for name in warehouse_db.STATISTICS:
-            if name not in warehouse_db.VIEWS:
+        for name in db.STATISTICS:
+            if name not in db.VIEWS:
                 database_build.create_table(con, name, f'SELECT * FROM built."{name}"')
         con.execute("CHECKPOINT")
         seconds = time.perf_counter() - started
@@ -195,10 +195,10 @@ def _phase_generate(data_dir: str, rows: str, seed: str) -> dict:
 
 def _phase_queries(warehouse: str, design: str = "views") -> dict:
     """The best of QUERY_REPEATS times of each of QUERIES on warehouse.duckdb, opened as readers open it."""
-    from pipelines.duck import warehouse_db
+    from pipelines.duck import db
 
     folder = Path(warehouse) if design == "views" else Path(warehouse).parent / "copies"
-    with warehouse_db.open_readonly(folder) as con:
+    with db.open_readonly(folder) as con:
         return _timed_queries(con)
 
 

@@ -23,13 +23,7 @@ from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
 from pipelines.ingest import parse_fast
 from pipelines.ingest.staging import staging_dir
-from pipelines.ingest.steps import (
-    TABLE_NAMES,
-    SourceSettings,
-    build_tables,
-    stage_new,
-    sync,
-)
+from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
 from pipelines.storage import store
 
 # Slow tier (the benchmark end to end, each phase a process of its own): `pytest -m 'not slow'` leaves these out.

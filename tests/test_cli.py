@@ -20,7 +20,7 @@ import test_security
 
 from pipelines.__main__ import main
 from pipelines.core import settings
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 from pipelines.storage import store
 
 CSV_FILE = "all_benchmark_data.csv"
@@ -219,7 +219,7 @@ def test_full_standard_output_is_one_line(small_database, args):
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full here")
     if args[0] == "show-run":
-        (run_id,) = warehouse_db.query(small_database, "SELECT run_id FROM runs LIMIT 1").rows[0]
+        (run_id,) = db.query(small_database, "SELECT run_id FROM runs LIMIT 1").rows[0]
         args = ["show-run", run_id]
     with open("/dev/full", "w") as full:
         result = cli(small_database, *args, stdout=full)
@@ -268,7 +268,7 @@ REFUSED = [
 @pytest.mark.parametrize(("statement", "kind"), REFUSED)
 def test_refused_statements_are_named_as_what_they_are(small_database, statement, kind):
     with pytest.raises(duckdb.PermissionException) as refused:
-        warehouse_db.query(small_database, statement)
+        db.query(small_database, statement)
     named = re.search(r"read-only here: (.+?) statements are not run", str(refused.value))
     assert named and named.group(1) == kind, str(refused.value)
 

@@ -18,17 +18,9 @@ from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
 from pipelines.assemble import checks, tables
 from pipelines.core import settings
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 from pipelines.ingest import staging
-from pipelines.ingest.steps import (
-    LISTING,
-    TABLE_NAMES,
-    SourceSettings,
-    build_tables,
-    recorded_listing,
-    stage_new,
-    sync,
-)
+from pipelines.ingest.steps import LISTING, TABLE_NAMES, SourceSettings, build_tables, recorded_listing, stage_new, sync
 from pipelines.ingest.upstream_changes import check_upstream
 from pipelines.storage import store
 
@@ -73,8 +65,8 @@ def read_tables(warehouse: Path) -> dict[str, pl.DataFrame]:
 
 
 def statistics(warehouse: Path) -> dict[str, list[tuple]]:
-    with warehouse_db.session(warehouse) as reader:
-        return {name: sorted(map(repr, reader.query(f'SELECT * FROM "{name}"').rows)) for name in warehouse_db.STATISTICS}
+    with db.session(warehouse) as reader:
+        return {name: sorted(map(repr, reader.query(f'SELECT * FROM "{name}"').rows)) for name in db.STATISTICS}
 
 
 class Clean:
@@ -120,7 +112,7 @@ class Clean:
         for check in (checks.run_ids_unique, checks.references_exist, checks.quantiles_ordered, checks.snapshot_accounting):
             outcome = check(warehouse)
             assert outcome.passed, outcome.description
-        assert all(outcome.passed for outcome in warehouse_db.run_checks(warehouse))
+        assert all(outcome.passed for outcome in db.run_checks(warehouse))
         assert statistics(warehouse) == self.statistics
 
 
@@ -181,7 +173,7 @@ def test_a_damaged_table_file_is_rebuilt_from_the_staging(clean, tmp_path, table
 @pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_database_is_rebuilt(clean, tmp_path, damage):
     warehouse, cache = clean.copy(tmp_path / "w")
-    DAMAGES[damage](warehouse_db.database_path(warehouse))
+    DAMAGES[damage](db.database_path(warehouse))
     run_next(warehouse, cache, clean.source)
     clean.assert_equal(warehouse)
 
@@ -341,7 +333,7 @@ def test_materialize_repairs_a_damaged_runs_table_and_database(clean, tmp_path):
     first = materialize()
     assert first.returncode == 0, first.stderr[-2000:]
     truncated(warehouse / "runs.parquet")
-    garbage(warehouse_db.database_path(warehouse))
+    garbage(db.database_path(warehouse))
     repaired = materialize()
     assert repaired.returncode == 0, repaired.stderr[-2000:]
     clean.assert_equal(warehouse)

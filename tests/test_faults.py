@@ -25,17 +25,11 @@ from robustness_tally import trial
 
 from pipelines.assemble import checks
 from pipelines.core import settings
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 from pipelines.ingest.source import open_source
 from pipelines.ingest.source_git import GitSource
 from pipelines.ingest.source_types import SourceError
-from pipelines.ingest.steps import (
-    TABLE_NAMES,
-    SourceSettings,
-    build_tables,
-    stage_new,
-    sync,
-)
+from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
 from pipelines.storage import store
 
 # Slow tier (faults injected into whole ingests, many of them in processes of their own): `pytest -m 'not slow'` leaves these out.
@@ -56,7 +50,7 @@ INGEST = """
 import sys
 from pathlib import Path
 from pipelines.core import settings
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 from pipelines.storage import store
 from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
 
@@ -133,8 +127,8 @@ def assert_valid(warehouse: Path) -> dict[str, pl.DataFrame]:
     for check in (checks.run_ids_unique, checks.references_exist, checks.quantiles_ordered, checks.snapshot_accounting):
         outcome = check(warehouse)
         assert outcome.passed, outcome.description
-    if warehouse_db.database_path(warehouse).exists():
-        assert all(outcome.passed for outcome in warehouse_db.run_checks(warehouse))
+    if db.database_path(warehouse).exists():
+        assert all(outcome.passed for outcome in db.run_checks(warehouse))
     return tables
 
 
@@ -173,14 +167,14 @@ class History:
             pass
         tables = assert_valid(warehouse)
         assert same_tables(tables, self.before) or same_tables(tables, self.after), "the tables mix two runs"
-        if warehouse_db.database_path(warehouse).exists():
-            [(runs,)] = warehouse_db.query(warehouse, "SELECT count(*) FROM runs").rows
+        if db.database_path(warehouse).exists():
+            [(runs,)] = db.query(warehouse, "SELECT count(*) FROM runs").rows
             assert runs in (self.before_runs, self.after["runs"].height)
 
     def assert_repaired(self, warehouse: Path, cache: Path) -> None:
         ingest_now(warehouse, cache, str(self.repo.path))
         assert same_tables(assert_valid(warehouse), self.after), "the next run did not repair the warehouse"
-        assert warehouse_db.query(warehouse, "SELECT count(*) FROM runs").rows == [(self.after["runs"].height,)]
+        assert db.query(warehouse, "SELECT count(*) FROM runs").rows == [(self.after["runs"].height,)]
         assert not leftovers(warehouse, cache), leftovers(warehouse, cache)
 
 
@@ -498,9 +492,9 @@ def test_two_materializations_and_readers_at_once_corrupt_nothing(history, tmp_p
     def query_duckdb() -> None:
         while not stop.is_set():
             try:
-                [(runs,)] = warehouse_db.query(warehouse, "SELECT count(*) FROM runs").rows
+                [(runs,)] = db.query(warehouse, "SELECT count(*) FROM runs").rows
                 assert runs in (history.before_runs, history.after["runs"].height)
-                assert all(outcome.passed for outcome in warehouse_db.run_checks(warehouse))
+                assert all(outcome.passed for outcome in db.run_checks(warehouse))
                 reads["duckdb"] += 1
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)

@@ -11,14 +11,8 @@ import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.duck import database_build, warehouse_db
-from pipelines.ingest.steps import (
-    TABLE_NAMES,
-    SourceSettings,
-    build_tables,
-    stage_new,
-    sync,
-)
+from pipelines.duck import database_build, db
+from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -105,9 +99,9 @@ def test_bundle_history_replayed_commit_by_commit_equals_one_shot(real_bundle, t
     # The statistics read only the tables, so they agree too.
     for folder in (warehouse, tmp_path / "at-once"):
         database_build.build_database(folder, ["huggingface", "torch"])
-    for name in warehouse_db.STATISTICS:
+    for name in db.STATISTICS:
         sql = f"SELECT * FROM {name} ORDER BY ALL"
-        assert warehouse_db.query(warehouse, sql).rows == warehouse_db.query(tmp_path / "at-once", sql).rows, name
+        assert db.query(warehouse, sql).rows == db.query(tmp_path / "at-once", sql).rows, name
 
 
 @pytest.mark.parametrize("moves", [["first", "last"], ["last"]])

@@ -13,7 +13,7 @@ import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.core import instance, settings, sql_files
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 # What the build does not need: a checkout's data, caches and earlier builds.
@@ -59,8 +59,8 @@ def _materialize(python: Path, env: dict[str, str], cwd: Path, upstream_repo) ->
 
 
 def _statistic_counts(warehouse: Path) -> dict[str, int]:
-    with duckdb.connect(str(warehouse / warehouse_db.DATABASE_NAME), read_only=True) as con:
-        return {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] for name in warehouse_db.STATISTICS}
+    with duckdb.connect(str(warehouse / db.DATABASE_NAME), read_only=True) as con:
+        return {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] for name in db.STATISTICS}
 
 
 def _package(python: Path, env: dict[str, str], cwd: Path) -> Path:

@@ -17,7 +17,7 @@ from conftest import build_warehouse, liger_csv, liger_row
 
 from pipelines.assemble import checks
 from pipelines.core import settings
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 from pipelines.ingest.steps import TABLE_NAMES
 from pipelines.storage import store
 
@@ -48,7 +48,7 @@ sys.exit(main(["materialize"]))
 
 
 def fingerprints(warehouse: Path) -> dict[str, str]:
-    files = [f"{name}.parquet" for name in TABLE_NAMES] + [warehouse_db.database_path(warehouse).name]
+    files = [f"{name}.parquet" for name in TABLE_NAMES] + [db.database_path(warehouse).name]
     return {name: hashlib.sha256((warehouse / name).read_bytes()).hexdigest() for name in files}
 
 
@@ -62,8 +62,8 @@ def assert_tables_valid(warehouse: Path, runs: int) -> None:
 
 def assert_database_valid(warehouse: Path, runs: int) -> None:
     """warehouse.duckdb opens, holds `runs` runs and passes its checks."""
-    assert warehouse_db.query(warehouse, "SELECT count(*) FROM runs").rows == [(runs,)]
-    assert all(outcome.passed for outcome in warehouse_db.run_checks(warehouse))
+    assert db.query(warehouse, "SELECT count(*) FROM runs").rows == [(runs,)]
+    assert all(outcome.passed for outcome in db.run_checks(warehouse))
 
 
 def start_parked(target: str, warehouse: Path, source: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:

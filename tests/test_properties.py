@@ -36,6 +36,7 @@ from robustness_tally import trial
 
 from pipelines.assemble import checks, tables
 from pipelines.core.schemas import (
+    AS_WRITTEN,
     QUARANTINE,
     REQUIRED_COLUMNS,
     REQUIRED_VALUES,
@@ -64,23 +65,7 @@ OPTIONAL_COLUMNS = tuple(c for c in COLUMNS if c not in REQUIRED_COLUMNS)
 EXTRA_COLUMNS = ("cuda_version", "torch_version", "notes")
 RENAMES = {"gpu_name": "device", "kernel_name": "kernel", "timestamp": "time", "y_value_50": "y_value_median"}
 # Fields of an accepted row as the normalizer keeps them verbatim, by CSV column.
-RAW_FIELD = {
-    "kernel_name": "kernel",
-    "kernel_provider": "provider",
-    "kernel_operation_mode": "pass",
-    "metric_name": "metric",
-    "metric_unit": "raw_unit",
-    "x_name": "x_name",
-    "x_label": "x_label",
-    "x_value": "x_value",
-    "y_value_50": "raw_y_value_50",
-    "y_value_20": "raw_y_value_20",
-    "y_value_80": "raw_y_value_80",
-    "extra_benchmark_config_str": "raw_config",
-    "gpu_name": "gpu_name",
-    "timestamp": "raw_timestamp",
-    "liger_version": "liger_version",
-}
+RAW_FIELD = AS_WRITTEN
 Y_COLUMNS = ("y_value_50", "y_value_20", "y_value_80")
 NOT_CONTENT = str.maketrans("", "", ',"\r\n')
 

@@ -4,7 +4,7 @@ import json
 
 import polars as pl
 
-from pipelines.exports.resources_export import show_run, write_ndjson
+from pipelines.exports.ndjson import show_run, write_ndjson
 
 SEED_RUN_ID = "fused_linear_cpo_loss/full/huggingface/nvidia-a100-sxm4-80gb/batch4-hidden4096-seq1024-vocab128256-bf16/2024-11-14-16-56-30"
 DIGEST_KEYS = ("protocolDigest", "workloadDigest", "environmentDigest", "implementationDigest")
@@ -83,7 +83,7 @@ def test_ndjson_resources(real_warehouse):
 
 def test_cpo_loss_group_shows_liger_faster_than_huggingface(real_warehouse):
     from pipelines.duck.database_build import build_database
-    from pipelines.duck.warehouse_db import query
+    from pipelines.duck.db import query
 
     build_database(real_warehouse, ["huggingface", "torch"])
     rows = query(

@@ -27,7 +27,7 @@ from pipelines.__main__ import main
 from pipelines.core import settings
 from pipelines.defs.exports.report import report as report_asset
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 from pipelines.exports.report import (
     build,
     build_report,
@@ -122,7 +122,7 @@ def real_pages(real_report: ReportSummary) -> dict[Path, Page]:
 
 def column(warehouse: Path, sql: str) -> list:
     """The first column of a query's rows."""
-    return [row[0] for row in warehouse_db.query(warehouse, sql).rows]
+    return [row[0] for row in db.query(warehouse, sql).rows]
 
 
 def test_every_kernel_has_a_page(real_report, real_pages, real_warehouse):
@@ -153,7 +153,7 @@ def test_the_overview_names_every_gpu_with_its_scorecard(real_report, real_pages
 
 def test_overview_wins_and_losses_add_up_to_the_scorecard(real_report, real_warehouse):
     sql = "SELECT sum(wins), sum(losses), sum(draws) FROM kernel_scorecard"
-    expected = warehouse_db.query(real_warehouse, sql).rows[0]
+    expected = db.query(real_warehouse, sql).rows[0]
     text = real_report.index.read_text(encoding="utf-8")
     tables = TableReader(text).tables
     totals = [t for t in tables if t[0][:3] == ["provider", "baseline", "rows"]]
@@ -286,7 +286,7 @@ def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pa
 
 def test_a_sweep_chart_shows_its_providers_x_values_and_unit(real_report, real_warehouse):
     kernel, gpu = "fused_add_rms_norm", "NVIDIA B200"
-    rows = warehouse_db.query(
+    rows = db.query(
         real_warehouse,
         f"""SELECT DISTINCT pc.provider, runs.x_value FROM provider_comparisons AS pc JOIN runs USING (run_id)
             WHERE pc.kernel = '{kernel}' AND pc.gpu_name = '{gpu}' AND pc.pass = 'full' AND pc.metric = 'speed'""",
@@ -305,7 +305,7 @@ def test_a_sweep_chart_shows_its_providers_x_values_and_unit(real_report, real_w
 def test_the_overview_picture_has_a_cell_per_gpu_and_provider(real_report, real_warehouse):
     root = read_svg(real_report.overview_image.read_bytes())
     texts = svg_texts(root)
-    cells = warehouse_db.query(
+    cells = db.query(
         real_warehouse,
         "SELECT metric, count(*) FROM (SELECT DISTINCT metric, gpu_name, provider FROM kernel_scorecard "
         "WHERE geomean_ratio > 0) GROUP BY metric",
@@ -334,7 +334,7 @@ def test_every_link_resolves(real_pages, real_report):
 
 
 def test_every_number_carries_its_run_snapshot_and_commit(real_report, real_pages, real_warehouse):
-    runs = warehouse_db.query(
+    runs = db.query(
         real_warehouse,
         """SELECT runs.kernel, runs.run_id, runs.first_seen_snapshot, snapshots."commit"
            FROM runs JOIN snapshots ON snapshots.snapshot_id = runs.first_seen_snapshot""",
@@ -345,15 +345,15 @@ def test_every_number_carries_its_run_snapshot_and_commit(real_report, real_page
         assert html.anchor_id("run", run_id) in page.ids
         assert run_id in page.text and snapshot in page.text and commit[:12] in page.text
     # Each charted point links to its run.
-    point = warehouse_db.query(real_warehouse, "SELECT kernel, run_id FROM provider_comparisons LIMIT 1").rows[0]
+    point = db.query(real_warehouse, "SELECT kernel, run_id FROM provider_comparisons LIMIT 1").rows[0]
     page = real_pages[(real_report.folder / real_report.kernel_pages[point[0]]).resolve()]
     assert f"#{html.anchor_id('run', point[1])}" in page.links
 
 
 def test_the_changes_page_lists_regressions_and_improvements_newest_first(real_report, real_pages, real_warehouse):
-    expected = warehouse_db.query(
-        real_warehouse, "SELECT count(*) FROM version_changes WHERE verdict IN ('regressed', 'improved', 'changed')"
-    ).rows[0][0]
+    expected = db.query(real_warehouse, "SELECT count(*) FROM version_changes WHERE verdict IN ('regressed', 'improved', 'changed')").rows[
+        0
+    ][0]
     path = (real_report.folder / "changes.html").resolve()
     [table] = TableReader(path.read_text(encoding="utf-8")).tables
     header, rows = table[0], table[1:]
@@ -371,7 +371,7 @@ def test_the_report_is_fresh_until_the_database_or_its_code_changes(real_report,
         patched.setattr(build, "_code_fingerprint", lambda: "other code")
         assert is_stale(real_warehouse)
     assert not is_stale(real_warehouse)
-    database = warehouse_db.database_path(real_warehouse)
+    database = db.database_path(real_warehouse)
     stat = database.stat()
     os.utime(database, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     try:

@@ -17,7 +17,7 @@ from robustness_tally import trial
 
 from pipelines.__main__ import main
 from pipelines.core import settings
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 from pipelines.ingest.source import open_source
 from pipelines.ingest.source_git import GitSource
 from pipelines.ingest.source_types import SourceError
@@ -159,7 +159,7 @@ def test_hostile_data_is_only_data(upstream_repo, tmp_path, monkeypatch, capsys)
         assert main(["sql", "--format", "json", "--warehouse-dir", str(warehouse), query]) == 0
         printed = json.loads(capsys.readouterr().out)
         assert printed == [{"provider": HOSTILE["provider"], "gpu_name": HOSTILE["gpu"]}]
-        assert warehouse_db.query(warehouse, "SELECT count(*) FROM runs").rows == [(2,)]
+        assert db.query(warehouse, "SELECT count(*) FROM runs").rows == [(2,)]
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +201,7 @@ WRITES = [
 
 @pytest.mark.parametrize("statement", WRITES)
 def test_sql_command_opens_the_warehouse_read_only(small_database, tmp_path, capsys, statement):
-    database = warehouse_db.database_path(small_database)
+    database = db.database_path(small_database)
     before = digest(database)
     text = statement.format(db=database, out=tmp_path)
     with trial("fault", "write attempt through the sql command"):
@@ -223,4 +223,4 @@ def test_sql_command_still_answers_queries(small_database, capsys):
         "FROM snapshots SELECT row_count",
     ):
         assert main(["sql", "--warehouse-dir", str(small_database), query]) == 0, capsys.readouterr().err
-    assert os.access(warehouse_db.database_path(small_database), os.R_OK)
+    assert os.access(db.database_path(small_database), os.R_OK)

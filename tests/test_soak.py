@@ -26,7 +26,7 @@ from test_webserver import instance_home
 from pipelines.__main__ import main
 from pipelines.assemble import checks
 from pipelines.core import settings
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 from pipelines.ingest.steps import TABLE_NAMES
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -95,8 +95,8 @@ def last_good_is_readable(warehouse: Path, settled: bool) -> str:
     for check in (checks.run_ids_unique, checks.references_exist, checks.quantiles_ordered, checks.snapshot_accounting):
         outcome = check(warehouse)
         assert outcome.passed, outcome.description
-    if warehouse_db.database_path(warehouse).exists():
-        [(in_database,)] = warehouse_db.query(warehouse, "SELECT count(*) FROM runs").rows
+    if db.database_path(warehouse).exists():
+        [(in_database,)] = db.query(warehouse, "SELECT count(*) FROM runs").rows
         assert in_database == runs or not settled, (in_database, runs)
     return f"{runs} runs readable"
 
@@ -104,7 +104,7 @@ def last_good_is_readable(warehouse: Path, settled: bool) -> str:
 def damage(warehouse: Path) -> str:
     runs = warehouse / "runs.parquet"
     runs.write_bytes(runs.read_bytes()[: runs.stat().st_size // 2])
-    warehouse_db.database_path(warehouse).write_bytes(b"not a database\x00\xff" * 64)
+    db.database_path(warehouse).write_bytes(b"not a database\x00\xff" * 64)
     return "runs.parquet truncated and warehouse.duckdb overwritten with garbage"
 
 
@@ -172,9 +172,9 @@ def test_thirty_days_of_unattended_ingest(upstream_repo, tmp_path, monkeypatch):
     database_build.build_database(fresh, settings.DEFAULT_BASELINES)
     for name in TABLE_NAMES:
         assert_frame_equal(pl.read_parquet(warehouse / f"{name}.parquet"), pl.read_parquet(fresh / f"{name}.parquet"), check_exact=True)
-    for name in warehouse_db.STATISTICS:
+    for name in db.STATISTICS:
         query = f"SELECT * FROM {name} ORDER BY ALL"
-        assert warehouse_db.query(warehouse, query).rows == warehouse_db.query(fresh, query).rows, name
+        assert db.query(warehouse, query).rows == db.query(fresh, query).rows, name
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         records = list(instance.get_run_records())

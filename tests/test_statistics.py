@@ -21,7 +21,7 @@ from pipelines.cli import cli_queries
 from pipelines.core import canonical, schemas, settings, workload
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 
 BASELINES = ("huggingface", "torch")
 MIB = 2**20
@@ -139,7 +139,7 @@ def warehouse_dir(tmp_path: Path) -> Path:
 
 
 def rows(warehouse_dir: Path, sql: str, params=None) -> list[dict]:
-    return warehouse_db.query(warehouse_dir, sql, params).records()
+    return db.query(warehouse_dir, sql, params).records()
 
 
 def by_provider(warehouse_dir: Path, group_run_id: str) -> dict[str, dict]:
@@ -170,7 +170,7 @@ def sigma(p20: float, p80: float) -> float:
 
 def test_build_makes_every_table_and_statistic(warehouse_dir: Path) -> None:
     counts = database_build.build_database(warehouse_dir, BASELINES)
-    assert set(counts) == set(warehouse_db.TABLES) | set(warehouse_db.STATISTICS)
+    assert set(counts) == set(db.TABLES) | set(db.STATISTICS)
     assert counts["runs"] == len(fixture_runs())
     assert counts["measurements"] == 0
     tables = {row["name"] for row in rows(warehouse_dir, "SELECT name FROM (SHOW TABLES)")}
@@ -181,9 +181,9 @@ def test_build_makes_every_table_and_statistic(warehouse_dir: Path) -> None:
 def test_build_without_a_table_names_it(tmp_path: Path) -> None:
     write_warehouse(tmp_path, fixture_runs())
     (tmp_path / "quarantine.parquet").unlink()
-    with pytest.raises(warehouse_db.WarehouseMissing, match="quarantine"):
+    with pytest.raises(db.WarehouseMissing, match="quarantine"):
         database_build.build_database(tmp_path, BASELINES)
-    assert not warehouse_db.database_path(tmp_path).exists()
+    assert not db.database_path(tmp_path).exists()
     assert not list(tmp_path.glob(".warehouse.duckdb.*"))
 
 
@@ -199,12 +199,12 @@ def test_a_table_may_be_a_folder_of_parquet_files(tmp_path: Path) -> None:
 
 def test_query_is_read_only(warehouse_dir: Path) -> None:
     with pytest.raises(duckdb.Error, match="read-only"):
-        warehouse_db.query(warehouse_dir, "DELETE FROM runs")
+        db.query(warehouse_dir, "DELETE FROM runs")
 
 
 def test_query_without_a_database_says_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(warehouse_db.WarehouseMissing, match="materialize"):
-        warehouse_db.query(tmp_path, "SELECT 1")
+    with pytest.raises(db.WarehouseMissing, match="materialize"):
+        db.query(tmp_path, "SELECT 1")
 
 
 def test_runs_are_kept_in_run_id_order(warehouse_dir: Path) -> None:
@@ -215,7 +215,7 @@ def test_runs_are_kept_in_run_id_order(warehouse_dir: Path) -> None:
 
 
 def statistics_of(warehouse_dir: Path) -> dict[str, list[tuple]]:
-    return {name: warehouse_db.query(warehouse_dir, f"SELECT * FROM {name} ORDER BY ALL").rows for name in warehouse_db.STATISTICS}
+    return {name: db.query(warehouse_dir, f"SELECT * FROM {name} ORDER BY ALL").rows for name in db.STATISTICS}
 
 
 def test_statistics_do_not_depend_on_the_order_of_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,7 +248,7 @@ def test_run_noise_is_a_view_of_runs(warehouse_dir: Path) -> None:
         row["table_name"]: row["table_type"] for row in rows(warehouse_dir, "SELECT table_name, table_type FROM information_schema.tables")
     }
     assert kinds["run_noise"] == "VIEW"
-    assert {kinds[name] for name in warehouse_db.STATISTICS if name != "run_noise"} == {"BASE TABLE"}
+    assert {kinds[name] for name in db.STATISTICS if name != "run_noise"} == {"BASE TABLE"}
     assert not any(name.startswith("latest") for name in kinds), "intermediates are not kept"
 
 
@@ -494,7 +494,7 @@ def test_sweep_points_go_to_their_own_baseline(warehouse_dir: Path) -> None:
     [(8, 0, 2 / 256), (0, 8, 2 / 256), (7, 1, 2 * 9 / 256), (4, 4, 1.0), (1, 0, 1.0), (0, 0, None)],
 )
 def test_sign_test(warehouse_dir: Path, better: int, worse: int, expected: float | None) -> None:
-    (p,) = warehouse_db.query(warehouse_dir, "SELECT sign_test_p(?, ?)", [better, worse]).rows[0]
+    (p,) = db.query(warehouse_dir, "SELECT sign_test_p(?, ?)", [better, worse]).rows[0]
     assert p == (None if expected is None else pytest.approx(expected, rel=1e-12))
 
 
@@ -502,17 +502,17 @@ def test_sign_test(warehouse_dir: Path, better: int, worse: int, expected: float
 
 
 def test_checks_pass_on_consistent_statistics(warehouse_dir: Path) -> None:
-    outcomes = warehouse_db.run_checks(warehouse_dir)
-    assert {(o.check, o.table) for o in outcomes} == {(check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables}
+    outcomes = db.run_checks(warehouse_dir)
+    assert {(o.check, o.table) for o in outcomes} == {(check, table) for check, tables in db.CHECKS.items() for table in tables}
     assert all(o.passed for o in outcomes), [o for o in outcomes if not o.passed]
 
 
 def test_checks_catch_broken_statistics(warehouse_dir: Path) -> None:
-    with duckdb.connect(str(warehouse_db.database_path(warehouse_dir))) as con:
+    with duckdb.connect(str(db.database_path(warehouse_dir))) as con:
         con.execute("UPDATE runs SET gpu_name = 'H100' WHERE run_id = 'a-hf-1'")
         con.execute("UPDATE provider_comparisons SET ratio = 'inf' WHERE run_id = 'a-torch-1'")
         con.execute("UPDATE kernel_scorecard SET wins = wins + 1 WHERE kernel = 'swiglu' AND provider = 'liger'")
-    failed = {(o.check, o.table): o.failures for o in warehouse_db.run_checks(warehouse_dir) if not o.passed}
+    failed = {(o.check, o.table): o.failures for o in db.run_checks(warehouse_dir) if not o.passed}
     assert set(failed) == {
         ("group_runs_consistent", "comparable_groups"),
         ("ratios_positive_finite", "provider_comparisons"),
@@ -610,7 +610,7 @@ def test_sql_command_reports_errors(warehouse_dir: Path, capsys: pytest.CaptureF
 
 
 def test_table_format_caps_rows() -> None:
-    result = warehouse_db.Result(columns=["n"], types=["INTEGER"], rows=[(i,) for i in range(5)])
+    result = db.Result(columns=["n"], types=["INTEGER"], rows=[(i,) for i in range(5)])
     assert cli_queries.format_table(result, max_rows=2).splitlines()[-1] == ("(5 rows, 3 not shown: raise --max-rows or use --format csv)")
 
 
@@ -648,14 +648,14 @@ def test_sql_works_while_a_build_is_running(warehouse_dir: Path, monkeypatch: py
         except BaseException as exc:  # handed to the test thread
             outcome["error"] = exc
 
-    with warehouse_db.open_readonly(warehouse_dir) as held:
+    with db.open_readonly(warehouse_dir) as held:
         assert held.execute(count_runs).fetchone() == (before,)
         builder = threading.Thread(target=rebuild)
         builder.start()
         try:
             assert building.wait(timeout=60), "the build never started"
             # Mid-build: a reader in this process and the sql command in another both see the old database.
-            assert warehouse_db.query(warehouse_dir, count_runs).rows == [(before,)]
+            assert db.query(warehouse_dir, count_runs).rows == [(before,)]
             sql_command = ["sql", count_runs, "--format", "csv", "--warehouse-dir", str(warehouse_dir)]
             command = subprocess.run(
                 [sys.executable, "-c", SQL_IN_A_SUBPROCESS, *sql_command],
@@ -673,7 +673,7 @@ def test_sql_works_while_a_build_is_running(warehouse_dir: Path, monkeypatch: py
         assert outcome["counts"]["runs"] == before + 1
         # The connection held through the swap still reads its (old) file.
         assert held.execute(count_runs).fetchone() == (before,)
-    assert warehouse_db.query(warehouse_dir, count_runs).rows == [(before + 1,)]
+    assert db.query(warehouse_dir, count_runs).rows == [(before + 1,)]
 
 
 # --- Dagster ----------------------------------------------------------------------------------
@@ -692,20 +692,20 @@ def test_statistics_assets_materialize_with_checks(tmp_path: Path) -> None:
     result = dg.materialize([statistics], resources={"warehouse": resource}, instance=dg.DagsterInstance.ephemeral())
     assert result.success
     materialized = {event.asset_key.to_user_string(): event.materialization.metadata for event in result.get_asset_materialization_events()}
-    assert set(materialized) == set(warehouse_db.STATISTICS)
+    assert set(materialized) == set(db.STATISTICS)
     assert materialized["provider_comparisons"]["dagster/row_count"].value == len(rows(tmp_path, "SELECT * FROM provider_comparisons"))
     schema = materialized["kernel_scorecard"]["dagster/column_schema"].schema
     assert {"geomean_ratio", "wins", "losses", "draws"} <= {column.name for column in schema.columns}
     preview = materialized["provider_comparisons"]["preview"].value
     assert "| side |" in preview and "| win |" in preview and "| regression |" in preview
     checks = result.get_asset_check_evaluations()
-    assert len(checks) == sum(len(tables) for tables in warehouse_db.CHECKS.values())
+    assert len(checks) == sum(len(tables) for tables in db.CHECKS.values())
     assert all(check.passed for check in checks)
 
 
 def test_statistics_depend_on_the_tables() -> None:
     specs = {spec.key.to_user_string(): spec for spec in statistics.specs}
-    assert set(specs) == set(warehouse_db.STATISTICS)
+    assert set(specs) == set(db.STATISTICS)
     deps = {dep.asset_key.to_user_string() for dep in specs["comparable_groups"].deps}
-    assert deps == {*warehouse_db.TABLES, "provider_comparisons"}
+    assert deps == {*db.TABLES, "provider_comparisons"}
     assert all(spec.group_name == "statistics" and spec.description for spec in specs.values())

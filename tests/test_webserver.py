@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.core import settings
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 
 # Slow tier (the Dagster webserver and daemon in processes of their own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -243,7 +243,7 @@ def test_ui_shows_a_partition_per_upstream_version_and_a_new_commit_adds_one_run
     finally:
         stop(process)
 
-    assert warehouse_db.query(warehouse, "SELECT count(*) FROM snapshots").rows == [(41,)]
+    assert db.query(warehouse, "SELECT count(*) FROM snapshots").rows == [(41,)]
     # The runs were recorded in the temp instance, not in the project's.
     assert (home / "data" / "dagster" / "logs" / first["runId"]).is_dir()
     assert not (settings.PROJECT_ROOT / "data" / "dagster" / "logs" / first["runId"]).exists()

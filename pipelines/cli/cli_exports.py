@@ -14,11 +14,11 @@ from pathlib import Path
 from pipelines.cli.cli_output import UserError, check_output_folder, refuse_special_file, write_file, writing
 from pipelines.core import settings
 from pipelines.exports import bmf, liger_csv
-from pipelines.exports.resources_export import EXPORTS
+from pipelines.exports.ndjson import EXPORTS
 
 
 def export_liger_csv(args: argparse.Namespace) -> int:
-    warehouse = settings.warehouse_dir()
+    warehouse = settings.read().warehouse_dir
     if args.out != "-":
         refuse_special_file(Path(args.out))  # before the work, not after it
     snapshot = liger_csv.resolve_snapshot(warehouse, args.snapshot, args.file)
@@ -33,7 +33,7 @@ def export_liger_csv(args: argparse.Namespace) -> int:
 
 
 def export_bmf(args: argparse.Namespace) -> int:
-    warehouse = settings.warehouse_dir()
+    warehouse = settings.read().warehouse_dir
     if not (warehouse / "runs.parquet").exists():
         raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
     out = Path(args.out) if args.out else warehouse / EXPORTS / bmf.EXPORT_DIR

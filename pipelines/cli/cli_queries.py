@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core import metadata, settings, sql_files
-from pipelines.duck import warehouse_db
-from pipelines.duck.warehouse_db import Result
+from pipelines.duck import db
+from pipelines.duck.db import Result
 
 NULL_TEXT = "NULL"
 
@@ -114,7 +114,7 @@ FORMATS: dict[str, Callable[[Result], str]] = {
 
 
 def _warehouse_dir(args: argparse.Namespace) -> Path:
-    return Path(args.warehouse_dir) if args.warehouse_dir else settings.warehouse_dir()
+    return Path(args.warehouse_dir) if args.warehouse_dir else settings.read().warehouse_dir
 
 
 def _add_warehouse_dir(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +141,7 @@ def add_sql_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         help="run a read-only SQL query on warehouse.duckdb",
         description=(
             "Run SQL on warehouse.duckdb, opened read-only: it never waits for, nor blocks, a running "
-            f"materialization. Tables: {', '.join(warehouse_db.TABLES + warehouse_db.STATISTICS)}."
+            f"materialization. Tables: {', '.join(db.TABLES + db.STATISTICS)}."
         ),
     )
     parser.add_argument("query", nargs="?", default="-", help="the SQL text; '-' or nothing reads it from stdin")
@@ -158,7 +158,7 @@ def run_sql(args: argparse.Namespace) -> int:
         print(f"error: give the SQL as an argument, e.g. {example}, or on stdin", file=sys.stderr)
         return 2
     text = sys.stdin.read() if args.query == "-" else args.query
-    result = warehouse_db.query(_warehouse_dir(args), text)
+    result = db.query(_warehouse_dir(args), text)
     if args.format == "table":
         print(format_table(result, max_rows=args.max_rows))
     else:
@@ -218,12 +218,12 @@ def compare(
         "metric": metric,
         "providers": list(providers) if providers else None,
     }
-    return warehouse_db.query(warehouse_dir, sql_files.text("queries/compare"), params).records()
+    return db.query(warehouse_dir, sql_files.text("queries/compare"), params).records()
 
 
 def gpus_for_kernel(warehouse_dir: Path, kernel: str) -> list[str]:
     """The GPUs with a comparison for this kernel, to suggest when compare finds nothing."""
-    result = warehouse_db.query(
+    result = db.query(
         warehouse_dir,
         "SELECT DISTINCT gpu_name FROM provider_comparisons WHERE kernel = ? ORDER BY gpu_name",
         [kernel],

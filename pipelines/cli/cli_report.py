@@ -14,17 +14,17 @@ from pathlib import Path
 
 from pipelines.cli.cli_output import writing
 from pipelines.core import settings
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 from pipelines.exports.report import build_report_if_stale, is_stale, report_dir
 from pipelines.exports.report.site import INDEX
 from pipelines.storage import store
 
 
 def report(args: argparse.Namespace) -> int:
-    warehouse = settings.warehouse_dir()
-    if not warehouse_db.database_path(warehouse).is_file():
+    warehouse = settings.read().warehouse_dir
+    if not db.database_path(warehouse).is_file():
         print(
-            f"report: no {warehouse_db.DATABASE_NAME} in {warehouse}: run `python -m pipelines materialize` first",
+            f"report: no {db.DATABASE_NAME} in {warehouse}: run `python -m pipelines materialize` first",
             file=sys.stderr,
         )
         return 1

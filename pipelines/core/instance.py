@@ -23,7 +23,7 @@ _HEADER = "# Written by `python -m pipelines` from the project's dagster.yaml; p
 
 def default_home() -> Path:
     """The project root in a checkout, else `dagster/` beside WAREHOUSE_DIR."""
-    return settings.PROJECT_ROOT if settings.IN_CHECKOUT else settings.warehouse_dir().parent / "dagster"
+    return settings.PROJECT_ROOT if settings.IN_CHECKOUT else settings.read().warehouse_dir.parent / "dagster"
 
 
 def packaged_config() -> str:

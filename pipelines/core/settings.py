@@ -1,8 +1,15 @@
-"""Where things are: the environment variables a user sets, with their defaults."""
+"""What the user sets: the environment variables, their defaults and how they are read, in one place.
+
+Read once into a `Settings` when a command starts or the Dagster definitions load. Not `dg.EnvVar`: these are
+not secrets the UI should hide, they have defaults, and a relative folder is resolved against the checkout or
+the user's folder, none of which EnvVar does.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -20,19 +27,39 @@ def _project_path(value: str) -> Path:
     return path if path.is_absolute() else (PROJECT_ROOT if IN_CHECKOUT else Path.cwd()) / path
 
 
-def warehouse_dir() -> Path:
-    """`WAREHOUSE_DIR`, default `data/warehouse` (relative paths are taken from the project root in a
-    checkout, else from the current folder)."""
-    return _project_path(os.environ.get("WAREHOUSE_DIR") or "data/warehouse")
+@dataclass(frozen=True)
+class Settings:
+    warehouse_dir: Path  # WAREHOUSE_DIR
+    cache_dir: Path  # LIGER_CACHE_DIR: where git sources are cloned and a CSV source's content is kept
+    source: str  # LIGER_SOURCE
+    branch: str  # LIGER_BRANCH
+    file_glob: str  # LIGER_FILE_GLOB
+    baselines: tuple[str, ...]  # LIGER_BASELINES, comma-separated
+    staging_workers: int  # LIGER_STAGING_WORKERS: how many snapshots are staged at once
+    sensor_interval_s: int  # LIGER_SENSOR_INTERVAL_S: at least this long between two ticks of the upstream sensor
 
 
-def cache_dir() -> Path:
-    """`LIGER_CACHE_DIR`, default `data/cache`: where git sources are cloned and a CSV source's content is kept."""
-    return _project_path(os.environ.get("LIGER_CACHE_DIR") or "data/cache")
+def read(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings in `environ` (default the process environment); an empty or unusable value means the default."""
+    env = os.environ if environ is None else environ
 
+    def text(name: str, default: str) -> str:
+        return env.get(name, "").strip() or default
 
-def source() -> str:
-    return os.environ.get("LIGER_SOURCE") or DEFAULT_SOURCE
+    def count(name: str, default: int) -> int:
+        raw = text(name, "")
+        return int(raw) if raw.isdigit() and int(raw) > 0 else default
+
+    return Settings(
+        warehouse_dir=_project_path(text("WAREHOUSE_DIR", "data/warehouse")),
+        cache_dir=_project_path(text("LIGER_CACHE_DIR", "data/cache")),
+        source=text("LIGER_SOURCE", DEFAULT_SOURCE),
+        branch=text("LIGER_BRANCH", DEFAULT_BRANCH),
+        file_glob=text("LIGER_FILE_GLOB", DEFAULT_FILE_GLOB),
+        baselines=tuple(p.strip() for p in text("LIGER_BASELINES", "").split(",") if p.strip()) or DEFAULT_BASELINES,
+        staging_workers=count("LIGER_STAGING_WORKERS", min(2, os.cpu_count() or 1)),
+        sensor_interval_s=count("LIGER_SENSOR_INTERVAL_S", 3600),
+    )
 
 
 def absolute_source(value: str, cwd: Path) -> str:
@@ -54,35 +81,6 @@ def use_absolute_paths() -> None:
     """Make every folder the settings name absolute in the environment, for a command about to change directory:
     a relative `LIGER_SOURCE` is the user's folder, and so are the others outside a checkout."""
     use_absolute_source()
-    os.environ["WAREHOUSE_DIR"] = str(warehouse_dir())
-    os.environ["LIGER_CACHE_DIR"] = str(cache_dir())
-
-
-def branch() -> str:
-    return os.environ.get("LIGER_BRANCH") or DEFAULT_BRANCH
-
-
-def file_glob() -> str:
-    return os.environ.get("LIGER_FILE_GLOB") or DEFAULT_FILE_GLOB
-
-
-def baselines() -> tuple[str, ...]:
-    """`LIGER_BASELINES`, comma-separated, default `huggingface,torch`."""
-    raw = os.environ.get("LIGER_BASELINES")
-    if not raw:
-        return DEFAULT_BASELINES
-    return tuple(p.strip() for p in raw.split(",") if p.strip())
-
-
-def staging_workers() -> int:
-    """`LIGER_STAGING_WORKERS`, default the number of cores up to 2: how many snapshots are staged at once."""
-    raw = os.environ.get("LIGER_STAGING_WORKERS", "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return min(2, os.cpu_count() or 1)
-
-
-def sensor_interval_s() -> int:
-    """`LIGER_SENSOR_INTERVAL_S`, default 3600: at least this long between two ticks of the upstream sensor."""
-    raw = os.environ.get("LIGER_SENSOR_INTERVAL_S", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else 3600
+    current = read()
+    os.environ["WAREHOUSE_DIR"] = str(current.warehouse_dir)
+    os.environ["LIGER_CACHE_DIR"] = str(current.cache_dir)

@@ -4,7 +4,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.core import settings
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 from pipelines.ingest.steps import SourceSettings
 from pipelines.storage import store
 
@@ -12,8 +12,7 @@ from pipelines.storage import store
 class Warehouse(dg.ConfigurableResource):
     """Where the warehouse lives, what it reads, and which providers are baselines.
 
-    Defaults come from the environment (`WAREHOUSE_DIR`, `LIGER_SOURCE`,
-    `LIGER_BRANCH`, `LIGER_BASELINES`, `LIGER_STAGING_WORKERS`) when the definitions load.
+    Defaults come from the environment when the definitions load (`settings.read`, which says why not `dg.EnvVar`).
     """
 
     warehouse_dir: str
@@ -36,20 +35,21 @@ class Warehouse(dg.ConfigurableResource):
         also the CLI's), and a table commit a killed writer left half done is finished first."""
         return store.writer_lock(self.path)
 
-    def reading(self) -> AbstractContextManager[warehouse_db.Session]:
+    def reading(self) -> AbstractContextManager[db.Session]:
         """A read-only session over warehouse.duckdb, never blocked by a writer."""
-        return warehouse_db.session(self.path)
+        return db.session(self.path)
 
 
 def default_warehouse() -> Warehouse:
+    current = settings.read()
     return Warehouse(
-        warehouse_dir=str(settings.warehouse_dir()),
-        source=settings.source(),
-        branch=settings.branch(),
-        file_glob=settings.file_glob(),
-        cache_dir=str(settings.cache_dir()),
-        baselines=list(settings.baselines()),
-        staging_workers=settings.staging_workers(),
+        warehouse_dir=str(current.warehouse_dir),
+        source=current.source,
+        branch=current.branch,
+        file_glob=current.file_glob,
+        cache_dir=str(current.cache_dir),
+        baselines=list(current.baselines),
+        staging_workers=current.staging_workers,
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines.core import sql_files
-from pipelines.duck.warehouse_db import PARQUET_VIEWS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
+from pipelines.duck.db import PARQUET_VIEWS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
 from pipelines.storage import freshness, store
 
 # Loaded side by side, one connection each: runs alone takes as long as all the others.

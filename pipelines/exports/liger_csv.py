@@ -36,6 +36,7 @@ from pathlib import Path, PurePosixPath
 
 import polars as pl
 
+from pipelines.core.schemas import AS_WRITTEN
 from pipelines.ingest.parse_header import UTF8_BOM
 from pipelines.ingest.parse_layout import render
 from pipelines.storage import store
@@ -44,20 +45,7 @@ LATEST = "latest"
 EXPORT_DIR = "liger_csv"
 STATISTICS = {"y_value_50": "p50", "y_value_20": "p20", "y_value_80": "p80"}
 # Upstream's column -> the runs column holding its text as written.
-TEXT_FIELDS = {
-    "kernel_name": "kernel",
-    "kernel_provider": "provider",
-    "kernel_operation_mode": "pass",
-    "metric_name": "metric",
-    "metric_unit": "raw_unit",
-    "x_name": "x_name",
-    "x_label": "x_label",
-    "x_value": "x_value",
-    "extra_benchmark_config_str": "raw_config",
-    "gpu_name": "gpu_name",
-    "timestamp": "raw_timestamp",
-    "liger_version": "liger_version",
-}
+TEXT_FIELDS = {column: kept for column, kept in AS_WRITTEN.items() if column not in STATISTICS}
 
 
 class ExportError(ValueError):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipelines.core.schemas import LIGER_COLUMNS, QUARANTINE, RUN_ROWS
+from pipelines.core.schemas import AS_WRITTEN, LIGER_COLUMNS, QUARANTINE, RUN_ROWS
 from pipelines.ingest.normalize_cache import DistinctCache
 from pipelines.ingest.normalize_quarantine import is_bad, raw_line, reasons, with_y_numbers
 from pipelines.ingest.normalize_rules import TIMESTAMP_FORMAT, UNIT_CONVERSIONS
@@ -63,21 +63,7 @@ def normalize(
 
 
 def _run_rows(good: pl.DataFrame, snapshot_id: str, cache: DistinctCache) -> pl.DataFrame:
-    good = good.rename(
-        {
-            "kernel_name": "kernel",
-            "kernel_provider": "provider",
-            "kernel_operation_mode": "pass",
-            "metric_name": "metric",
-            "metric_unit": "raw_unit",
-            "extra_benchmark_config_str": "raw_config",
-            "timestamp": "raw_timestamp",
-            "y_value_50": "raw_y_value_50",
-            "y_value_20": "raw_y_value_20",
-            "y_value_80": "raw_y_value_80",
-            "_observed_at": "observed_at",
-        }
-    )
+    good = good.rename({column: kept for column, kept in AS_WRITTEN.items() if column != kept} | {"_observed_at": "observed_at"})
     # Only what the run id needs of the per-value answers: the rest is joined back by `describe`.
     good = cache.environments.attach(good)
     good = cache.benchmarks.attach(good)

@@ -2,13 +2,9 @@
 -- wins and losses match a recount of provider_comparisons per key, and
 -- wins + losses + draws = n_groups. Each row is a key where they don't.
 WITH recount AS (
+    -- The scorecard's key, written as the join below names it.
     SELECT
-        kernel,
-        pass,
-        metric,
-        gpu_name,
-        provider,
-        baseline_provider,
+        kernel, pass, metric, gpu_name, provider, baseline_provider,
         count(*) AS comparisons,
         count(*) FILTER (WHERE separated AND ratio > 1) AS separated_better,
         count(*) FILTER (WHERE separated AND ratio < 1) AS separated_worse

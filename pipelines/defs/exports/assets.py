@@ -4,7 +4,7 @@ from pipelines.core import documents
 from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
-from pipelines.exports import resources_export
+from pipelines.exports import ndjson
 
 DOCUMENT_SCHEMA = dg.TableSchema(
     columns=[
@@ -20,15 +20,15 @@ DOCUMENT_SCHEMA = dg.TableSchema(
 def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """Every run, protocol and environment as a resource document (the shape of the seed example),
     one JSON object per line in `WAREHOUSE_DIR/exports/{runs,protocols,environments}.ndjson`."""
-    out = warehouse.path / resources_export.EXPORTS
+    out = warehouse.path / ndjson.EXPORTS
     counts = export_if_stale(
         context,
         warehouse,
         "resource_documents",
         tables=("runs", "measurements", "protocols", "environments"),
-        code=[resources_export, documents],
+        code=[ndjson, documents],
         out=out,
-        write=lambda: resources_export.write_ndjson(warehouse.path),
+        write=lambda: ndjson.write_ndjson(warehouse.path),
     )
     return dg.MaterializeResult(
         metadata={

@@ -7,7 +7,7 @@ from types import ModuleType
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
-from pipelines.exports.resources_export import EXPORTS
+from pipelines.exports.ndjson import EXPORTS
 from pipelines.storage import freshness
 
 STAMPS = "_stamps"

@@ -7,7 +7,7 @@ from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import bmf, liger_csv
-from pipelines.exports.resources_export import EXPORTS
+from pipelines.exports.ndjson import EXPORTS
 
 FILE_NAME_MAX = 255
 

@@ -4,12 +4,12 @@ import dagster as dg
 
 from pipelines.defs.common import WRITERS
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 from pipelines.exports.report import build_report_if_stale
 
 OVERVIEW_ALT = "Geometric-mean ratio to the baseline per provider and GPU"
 # The stored statistics (run_noise, a view of runs, is not read by the report).
-STATISTICS = [name for name in warehouse_db.STATISTICS if name not in warehouse_db.VIEWS]
+STATISTICS = [name for name in db.STATISTICS if name not in db.VIEWS]
 
 
 @dg.asset(group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "svg"}, pool=WRITERS)

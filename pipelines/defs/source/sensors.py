@@ -22,7 +22,7 @@ def tag_value(identifier: str) -> str:
 
 @dg.sensor(
     job=ingest_everything,
-    minimum_interval_seconds=settings.sensor_interval_s(),
+    minimum_interval_seconds=settings.read().sensor_interval_s,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehouse) -> dg.SensorResult:

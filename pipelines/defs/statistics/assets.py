@@ -5,7 +5,7 @@ from pipelines.core import sql_files
 from pipelines.core.metadata import markdown_table
 from pipelines.defs.common import WRITERS, table_version
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import database_build, warehouse_db
+from pipelines.duck import database_build, db
 
 GROUP = "statistics"
 PREVIEW_ROWS = 5
@@ -16,7 +16,7 @@ PREVIEW_CELL_MAX = 200  # wide enough for a whole run id
 def _spec(name: str) -> dg.AssetSpec:
     return dg.AssetSpec(
         name,
-        deps=[*warehouse_db.TABLES, *warehouse_db.STATISTIC_INPUTS[name]],
+        deps=[*db.TABLES, *db.STATISTIC_INPUTS[name]],
         description=sql_files.description(f"statistics/{name}"),
         group_name=GROUP,
         kinds={"duckdb", "sql"},
@@ -35,8 +35,8 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
 
 @dg.multi_asset(
     name="statistics",
-    specs=[_spec(name) for name in warehouse_db.STATISTICS],
-    check_specs=[_check_spec(check, table) for check, tables in warehouse_db.CHECKS.items() for table in tables],
+    specs=[_spec(name) for name in db.STATISTICS],
+    check_specs=[_check_spec(check, table) for check, tables in db.CHECKS.items() for table in tables],
     pool=WRITERS,
 )
 def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
@@ -49,7 +49,7 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     with warehouse.writing():
         rebuilt, counts = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
         inputs = database_build.inputs_fingerprint(warehouse.path, warehouse.baselines)
-    database = warehouse_db.database_path(warehouse.path)
+    database = db.database_path(warehouse.path)
     context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
     with warehouse.reading() as reader:
         results = [
@@ -58,7 +58,7 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
                 metadata={**_table_metadata(warehouse, reader, name, counts[name]), "rebuilt": rebuilt},
                 data_version=table_version(inputs, counts[name]),
             )
-            for name in warehouse_db.STATISTICS
+            for name in db.STATISTICS
         ]
         outcomes = reader.run_checks()
     yield from results
@@ -66,14 +66,14 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
         yield _check_result(outcome)
 
 
-def _table_metadata(warehouse: Warehouse, reader: warehouse_db.Session, name: str, row_count: int) -> dict:
+def _table_metadata(warehouse: Warehouse, reader: db.Session, name: str, row_count: int) -> dict:
     columns = reader.describe(name)
     preview = reader.preview(name, PREVIEW_ROWS)
     return {
         "dagster/row_count": row_count,
         "dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(column, type_) for column, type_ in columns]),
         "preview": dg.MetadataValue.md(_markdown(preview.columns, preview.rows) if preview.rows else "_no rows_"),
-        "database": dg.MetadataValue.path(str(warehouse_db.database_path(warehouse.path))),
+        "database": dg.MetadataValue.path(str(db.database_path(warehouse.path))),
     }
 
 
@@ -82,7 +82,7 @@ def _markdown(columns: list[str], rows: list[tuple]) -> str:
     return markdown_table(columns, rows, cell=lambda value: cli_queries.format_cell(value, null=""), width=PREVIEW_CELL_MAX)
 
 
-def _check_result(outcome: warehouse_db.SqlCheckResult) -> dg.AssetCheckResult:
+def _check_result(outcome: db.SqlCheckResult) -> dg.AssetCheckResult:
     shown = outcome.failures[:CHECK_FAILURES_SHOWN]
     metadata: dict = {"failures": len(outcome.failures)}
     if shown:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core import sql_files
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 from pipelines.exports.report import html
 from pipelines.exports.report.data import ReportData, load
 from pipelines.exports.report.site import INDEX, ReportSummary, write_site
@@ -32,7 +32,7 @@ def report_dir(warehouse_dir: Path) -> Path:
 
 def _database_stamp(warehouse_dir: Path) -> dict[str, Any]:
     # The database is replaced, never edited, so its mtime and size tell one build from another.
-    stat = warehouse_db.database_path(warehouse_dir).stat()
+    stat = db.database_path(warehouse_dir).stat()
     return {"mtime_ns": stat.st_mtime_ns, "size": stat.st_size}
 
 

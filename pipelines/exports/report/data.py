@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.core import sql_files
-from pipelines.duck import warehouse_db
+from pipelines.duck import db
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class ReportData:
 
 
 def load(warehouse_dir: Path) -> ReportData:
-    with warehouse_db.open_readonly(warehouse_dir) as con:
+    with db.open_readonly(warehouse_dir) as con:
 
         def frame(sql: str) -> pl.DataFrame:
             return con.sql(sql).pl()
