@@ -53,6 +53,7 @@ from pipelines.bench_report import (
     STORE_ALONE,
     Phase,
     ratios,
+    stats_parts_line,
     table,
     target_lines,
 )
@@ -237,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(phases))
     summary = ratios(phases, args.rows)
     print("\n".join(target_lines(summary)))
+    if parts := stats_parts_line(summary):
+        print(parts)
     print("ratios: " + ", ".join(f"{k} {v}" for k, v in summary.items() if not isinstance(v, dict)))
     if args.json:
         print(json.dumps({**summary, "rows": args.rows, "phases": [asdict(p) for p in phases]}))

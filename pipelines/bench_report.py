@@ -86,6 +86,8 @@ def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
             "statistics_sql": _round(build.detail["sql_s"]) if build else None,
             "database_build": _round(wall(BUILD)),
         },
+        # Where the statistics SQL spends its time: each intermediate and statistic, timed in the same build.
+        "stats_parts_s": {name: _round(s) for name, s in build.detail["sql_parts_s"].items()} if build else None,
         "ingest_ratio": _round(_divide(ingest, wall(CSV_FLOOR))),
         "peak_rss_mb": {p.name: _round(p.peak_rss_mb) for p in phases},
         "max_peak_rss_mb": _round(max((by_name[n].peak_rss_mb for n in PIPELINE_PHASES if n in by_name), default=None)),
@@ -144,6 +146,16 @@ def target_lines(summary: dict[str, object]) -> list[str]:
         verdict = "not measured" if value is None else ("met" if value <= target else "missed")
         lines.append(f"{key} {value} (target at most {target:g}: {verdict}): {what}")
     return lines
+
+
+def stats_parts_line(summary: dict[str, object]) -> str | None:
+    """The statistics SQL by statistic, costliest first, or None when the statistics were not measured."""
+    parts = summary.get("stats_parts_s")
+    if not isinstance(parts, dict):
+        return None
+    sql = summary["ingest_parts_s"]["statistics_sql"]  # type: ignore[index]
+    each = ", ".join(f"{name} {s:.2f}" for name, s in sorted(parts.items(), key=lambda item: -item[1]))
+    return f"statistics SQL by statistic (s, of {sql:.2f}): {each}"
 
 
 def table(phases: list[Phase]) -> str:

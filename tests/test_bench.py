@@ -21,6 +21,7 @@ from pipelines.assemble import external_sort, run_identity, tables
 from pipelines.bench_report import TARGETS
 from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
+from pipelines.duck import database_build
 from pipelines.ingest import parse_fast
 from pipelines.ingest.staging import staging_dir
 from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
@@ -103,6 +104,11 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
             "measurements_one_kernel",
         }, key
     assert summary["build_views"]["database_mb"] > 0 and summary["build_copies"]["database_mb"] > 0
+    # The statistics SQL by statistic: one entry per statistic and intermediate, and a line.
+    parts = summary["stats_parts_s"]
+    assert set(parts) == {*database_build.STATISTICS, *database_build.INTERMEDIATES}
+    assert all(seconds >= 0 for seconds in parts.values())
+    assert "\nstatistics SQL by statistic (s, of " in done.stdout
     # The file is cached for the next run, and generated the same way each time.
     cached = synthetic.cached_csv(tmp_path / "data", rows)
     assert cached.read_bytes() == synthetic.write_csv(tmp_path / "again.csv", rows).read_bytes()
