@@ -52,6 +52,7 @@ from pipelines.bench_report import (
     STATS_SQL_COPIES,
     STORE_ALONE,
     Phase,
+    dagster_runs_line,
     ratios,
     stats_parts_line,
     table,
@@ -184,12 +185,18 @@ def _history_phases(root: Path, source: Path) -> list[Phase]:
     floor_env = {**env, "DAGSTER_HOME": str(Path(env["DAGSTER_HOME"]).with_name("dagster-floor-home"))}
     Path(floor_env["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", Path(floor_env["DAGSTER_HOME"]) / "dagster.yaml")
-    floor = measure(DAGSTER_FLOOR, _phase_command("dagster-floor"), env=floor_env)
+    floor = _with_run_events(measure(DAGSTER_FLOOR, _phase_command("dagster-floor"), env=floor_env), floor_env)
     materialize = [sys.executable, "-m", "pipelines", "materialize"]
-    first = measure(MATERIALIZE, materialize, env=env, floor=floor.name)
-    again = measure(NOOP, materialize, env=env, floor=floor.name)
+    first = _with_run_events(measure(MATERIALIZE, materialize, env=env, floor=floor.name), env)
+    again = _with_run_events(measure(NOOP, materialize, env=env, floor=floor.name), env)
     first.rows = again.rows = _history_rows(Path(env["WAREHOUSE_DIR"]))
     return [floor, first, again]
+
+
+def _with_run_events(phase: Phase, env: dict[str, str]) -> Phase:
+    """`phase` with what its run wrote to the instance (read afterwards, in a process of its own, so not timed)."""
+    phase.detail = {**(phase.detail or {}), **measure("run events", _phase_command("run-events"), env=env).detail}
+    return phase
 
 
 def _history_rows(warehouse: Path) -> int | None:
@@ -238,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table(phases))
     summary = ratios(phases, args.rows)
     print("\n".join(target_lines(summary)))
-    if parts := stats_parts_line(summary):
-        print(parts)
+    for line in (stats_parts_line(summary), dagster_runs_line(summary)):
+        if line:
+            print(line)
     print("ratios: " + ", ".join(f"{k} {v}" for k, v in summary.items() if not isinstance(v, dict)))
     if args.json:
         print(json.dumps({**summary, "rows": args.rows, "phases": [asdict(p) for p in phases]}))

@@ -115,6 +115,25 @@ def _phase_dagster_floor() -> dict:
     return {}
 
 
+def _phase_run_events() -> dict:
+    """What the newest run of DAGSTER_HOME's instance wrote to its event log, and the time from its first event
+    to its last: each event is a write to the instance's storage, Dagster's own cost per step, check and partition."""
+    import collections
+
+    import dagster as dg
+
+    os.chdir(os.environ["DAGSTER_HOME"])
+    with dg.DagsterInstance.get() as instance:
+        (run,) = instance.get_runs(limit=1)
+        records = instance.all_logs(run.run_id)
+    kinds = collections.Counter(r.dagster_event.event_type_value for r in records if r.dagster_event)
+    return {
+        "events": len(records),
+        "run_s": records[-1].timestamp - records[0].timestamp,
+        "materializations": kinds["ASSET_MATERIALIZATION"] + kinds["ASSET_MATERIALIZATION_PLANNED"],
+    }
+
+
 def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     """build_database over the normalized warehouse; with design "copies", every table copied in (the
     design PARQUET_VIEWS replaced), built beside the Parquet files in a folder of links to them."""
@@ -237,6 +256,7 @@ PHASES = {
     "normalize": _phase_normalize,
     "normalize-output": _phase_normalize_output,
     "dagster-floor": _phase_dagster_floor,
+    "run-events": _phase_run_events,
     "statistics": _phase_statistics,
     "statistics-floor": _phase_statistics_floor,
     "statistics-output": _phase_statistics_output,

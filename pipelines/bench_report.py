@@ -92,6 +92,11 @@ def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
         "peak_rss_mb": {p.name: _round(p.peak_rss_mb) for p in phases},
         "max_peak_rss_mb": _round(max((by_name[n].peak_rss_mb for n in PIPELINE_PHASES if n in by_name), default=None)),
     }
+    summary["dagster_runs"] = {
+        p.name: {"events": p.detail["events"], "run_s": _round(p.detail["run_s"]), "materializations": p.detail["materializations"]}
+        for p in phases
+        if p.name in (DAGSTER_FLOOR, MATERIALIZE, NOOP) and p.detail
+    }
     summary.update(_query_ratios(by_name))
     summary.update(_costs(phases, rows))
     return summary
@@ -146,6 +151,18 @@ def target_lines(summary: dict[str, object]) -> list[str]:
         verdict = "not measured" if value is None else ("met" if value <= target else "missed")
         lines.append(f"{key} {value} (target at most {target:g}: {verdict}): {what}")
     return lines
+
+
+def dagster_runs_line(summary: dict[str, object]) -> str | None:
+    """Per Dagster run of the bench: the events it wrote to the instance and its time inside the run."""
+    runs = summary.get("dagster_runs")
+    if not runs:
+        return None
+    each = "; ".join(
+        f"{name} {run['events']} events ({run['materializations']} planned or materialized), {run['run_s']:.2f} s"
+        for name, run in runs.items()
+    )  # type: ignore[union-attr]
+    return f"Dagster runs, first event to last: {each}"
 
 
 def stats_parts_line(summary: dict[str, object]) -> str | None:

@@ -109,6 +109,13 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     assert set(parts) == {*database_build.STATISTICS, *database_build.INTERMEDIATES}
     assert all(seconds >= 0 for seconds in parts.values())
     assert "\nstatistics SQL by statistic (s, of " in done.stdout
+    # What each Dagster run wrote to its instance: the first run materializes the history's one partition and
+    # every asset, more events than the trivial run's three assets; a line says it.
+    runs = summary["dagster_runs"]
+    assert runs["floor: trivial 3-asset Dagster run"]["materializations"] == 6
+    assert runs["materialize real history"]["events"] > runs["floor: trivial 3-asset Dagster run"]["events"]
+    assert all(run["run_s"] > 0 for run in runs.values())
+    assert "\nDagster runs, first event to last: " in done.stdout
     # The file is cached for the next run, and generated the same way each time.
     cached = synthetic.cached_csv(tmp_path / "data", rows)
     assert cached.read_bytes() == synthetic.write_csv(tmp_path / "again.csv", rows).read_bytes()
