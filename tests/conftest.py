@@ -16,6 +16,10 @@ from postgres import (  # noqa: F401 (fixtures)
 
 from pipelines.core import settings
 
+# Helpers that test modules import and also load as plugins (pytest_plugins): their asserts are rewritten
+# as a test module's are, which pytest can only do when it is told before their first import.
+pytest.register_assert_rewrite("report_reading", "statistics_warehouse")
+
 SHARED = settings.PROJECT_ROOT.parent / "shared"
 BUNDLE = SHARED / "liger-data" / "liger-benchmark-data.bundle"
 LATEST = SHARED / "liger-data" / "latest"

@@ -8,8 +8,8 @@ import json
 import dagster as dg
 import pytest
 from conftest import build_warehouse, git, liger_csv, liger_row
+from report_reading import site_pages
 from test_materialize import load_defs
-from test_report import site_pages
 
 from pipelines.core import display, metadata, settings
 from pipelines.duck import database_build

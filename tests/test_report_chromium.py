@@ -1,0 +1,243 @@
+"""The static report opened in headless Chromium (installed from the system's packages when missing)
+through the DevTools protocol: no console error, every picture decoded, a screenshot that is not blank."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from report_reading import TITLE, Page
+
+from pipelines.exports.report import timeline
+
+pytest_plugins = ["report_reading"]
+
+
+def _install_chromium() -> str:
+    """Install Debian's chromium; the reason it failed, if it did."""
+    if shutil.which("apt-get") is None:
+        return "there is no apt-get here to install it with"
+    if os.geteuid() == 0:
+        prefix = ["env", "DEBIAN_FRONTEND=noninteractive"]
+    elif shutil.which("sudo"):
+        prefix = ["sudo", "-n", "env", "DEBIAN_FRONTEND=noninteractive"]
+    else:
+        return "installing it needs root, and there is no sudo"
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        try:
+            subprocess.run(prefix + command, check=True, capture_output=True, text=True, timeout=900)
+        except subprocess.CalledProcessError as exc:
+            return f"`{' '.join(command)}` failed: {(exc.stderr or '').strip()[-300:]}"
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            return f"`{' '.join(command)}` failed: {exc}"
+    return "apt-get installed chromium, yet there is no chromium binary on PATH"
+
+
+def _find_chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The chromium binary, installed from the system's packages when missing (once per session)."""
+    binary = _find_chromium()
+    if binary:
+        return binary
+    reason = _install_chromium()
+    binary = _find_chromium()
+    if binary:
+        return binary
+    message = f"headless Chromium is not available: {reason}"
+    if os.environ.get("CI") == "true" or os.environ.get("REQUIRE_REAL_DATA") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol session on one page: commands, and the errors it reports."""
+
+    def __init__(self, socket):
+        self.socket = socket
+        self.next_id = 0
+        self.errors: list[str] = []
+
+    def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = self._receive()
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def wait_for(self, event: str) -> None:
+        while self._receive().get("method") != event:
+            pass
+
+    def _receive(self) -> dict:
+        message = json.loads(self.socket.recv(timeout=60))
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            details = params["exceptionDetails"]
+            self.errors.append(details.get("exception", {}).get("description") or details.get("text", ""))
+        elif method == "Runtime.consoleAPICalled" and params["type"] in ("error", "assert"):
+            self.errors.append(" ".join(str(arg.get("value", arg.get("description", ""))) for arg in params["args"]))
+        elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+            self.errors.append(f"{params['entry']['text']} {params['entry'].get('url', '')}")
+        return message
+
+
+# Every <img> loaded now (lazy ones too) and decoded: an SVG Chromium cannot parse fails here,
+# where it would only show as an empty box on the page.
+DECODE_IMAGES = """Promise.all(Array.from(document.images, (img) => {
+  img.loading = "eager";
+  return img.decode().then(() => ({src: img.getAttribute("src"), width: img.naturalWidth}),
+                           (error) => ({src: img.getAttribute("src"), width: 0, error: String(error)}));
+}))"""
+# The screenshot's pixels, read back through a canvas by the same browser: how many colors, how much white.
+SCREENSHOT_STATS = """(async (png) => {
+  const image = new Image();
+  image.src = "data:image/png;base64," + png;
+  await image.decode();
+  const canvas = document.createElement("canvas");
+  canvas.width = image.naturalWidth;
+  canvas.height = image.naturalHeight;
+  const context = canvas.getContext("2d");
+  context.drawImage(image, 0, 0);
+  const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+  const colors = new Set();
+  let white = 0;
+  for (let i = 0; i < data.length; i += 4) {
+    const rgb = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
+    colors.add(rgb);
+    white += rgb === 0xffffff;
+  }
+  return {width: canvas.width, height: canvas.height, colors: colors.size, white};
+})"""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    title: str
+    errors: list[str]  # console errors, uncaught exceptions, failed loads
+    images: list[dict]  # per <img>: its src and natural width once decoded (0 when it could not be)
+    screenshot: dict  # width, height, colors, white: the screenshot's pixels
+
+
+def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> Rendered:
+    """Load a page in headless Chromium, decode every image on it, save a screenshot and count its colors."""
+    from websockets.sync.client import connect
+
+    process = subprocess.Popen(
+        [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            "--window-size=1280,900",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.is_file() and port_file.read_text().strip()):
+            assert process.poll() is None, f"chromium exited with {process.returncode}"
+            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as response:
+            targets = json.load(response)
+        target = next(t for t in targets if t["type"] == "page")
+        with connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=30) as socket:
+            tools = DevTools(socket)
+            for domain in ("Runtime", "Log", "Page"):
+                tools.call(f"{domain}.enable")
+            # The window's size includes a (headless) frame; the page's own viewport is set exactly.
+            tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
+            tools.call("Page.navigate", url=page.as_uri())
+            tools.wait_for("Page.loadEventFired")
+
+            def evaluate(expression: str):
+                result = tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+                assert "exceptionDetails" not in result, result["exceptionDetails"]
+                return result["result"]["value"]
+
+            title = evaluate("document.title")
+            images = evaluate(DECODE_IMAGES)
+            errors = list(tools.errors)  # before the probes below add anything of their own
+            shot = tools.call("Page.captureScreenshot", format="png")["data"]
+            screenshot.write_bytes(base64.b64decode(shot))
+            stats = evaluate(f"{SCREENSHOT_STATS}({json.dumps(shot)})")
+            return Rendered(title, errors, images, stats)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def assert_rendered(rendered: Rendered) -> None:
+    """No error, every picture decoded, and a screenshot that is neither one color nor nearly all white."""
+    assert rendered.errors == []
+    assert rendered.images
+    assert [image for image in rendered.images if not image["width"]] == []
+    stats = rendered.screenshot
+    assert (stats["width"], stats["height"]) == (1280, 900)
+    assert stats["colors"] > 50, "the screenshot is nearly a single color"
+    assert stats["white"] < 0.95 * 1280 * 900, "the screenshot is nearly all white"
+
+
+def test_devtools_reports_console_errors_exceptions_and_missing_files(chromium, tmp_path):
+    (tmp_path / "drawn.svg").write_text(timeline.changes_timeline([], [], []).markup)
+    (tmp_path / "broken.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><rect></svg>')
+    broken = tmp_path / "broken.html"
+    broken.write_text(
+        "<!DOCTYPE html><html><head><title>broken</title></head><body><p>text</p>"
+        '<img src="missing.png" alt="missing"><img src="broken.svg" alt="bad svg"><img src="drawn.svg" alt="good">'
+        '<script>console.error("deliberate console error"); notDefinedAnywhere();</script></body></html>'
+    )
+    rendered = open_in_chromium(chromium, broken, tmp_path / "broken.png", tmp_path / "profile")
+    assert rendered.title == "broken"
+    joined = "\n".join(rendered.errors)
+    assert "deliberate console error" in joined
+    assert "notDefinedAnywhere" in joined
+    assert "ERR_FILE_NOT_FOUND" in joined
+    widths = {image["src"]: image["width"] for image in rendered.images}
+    assert widths == {"missing.png": 0, "broken.svg": 0, "drawn.svg": 810}
+    assert rendered.screenshot["white"] > 0.95 * 1280 * 900  # a page of almost nothing is seen as blank
+
+
+def test_the_overview_renders_in_headless_chromium(chromium, real_report, tmp_path):
+    rendered = open_in_chromium(chromium, real_report.index, tmp_path / "index.png", tmp_path / "profile")
+    assert rendered.title == TITLE
+    assert_rendered(rendered)
+    assert len(rendered.images) == len(Page(real_report.index).images)
+
+
+def test_a_kernel_page_renders_in_headless_chromium(chromium, real_report, tmp_path):
+    page = real_report.folder / real_report.kernel_pages["fused_add_rms_norm"]
+    rendered = open_in_chromium(chromium, page, tmp_path / "kernel.png", tmp_path / "profile")
+    assert rendered.title.startswith("Fused add") and rendered.title.endswith(TITLE)
+    assert_rendered(rendered)
+    assert len(rendered.images) == len(Page(page).images) > 5
