@@ -161,7 +161,7 @@ def dagster_runs_line(summary: dict[str, object]) -> str | None:
     each = "; ".join(
         f"{name} {run['events']} events ({run['materializations']} planned or materialized), {run['run_s']:.2f} s"
         for name, run in runs.items()
-    )  # type: ignore[union-attr]
+    )
     return f"Dagster runs, first event to last: {each}"
 
 
