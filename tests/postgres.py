@@ -182,7 +182,8 @@ def postgres_server() -> Iterator[PostgresServer]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(params=INSTANCE_KINDS)
+# The PostgreSQL server is a real service each case starts: those cases are end-to-end, left out of the fast tier.
+@pytest.fixture(params=[pytest.param(kind, marks=pytest.mark.slow) if kind == "postgres" else kind for kind in INSTANCE_KINDS])
 def instance_kind(request: pytest.FixtureRequest) -> str:
     return request.param
 

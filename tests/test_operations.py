@@ -268,7 +268,8 @@ def test_schedule_registers_new_snapshots_and_asks_for_one_run_staging_them(setu
     )
 
 
-def test_schedule_on_an_unreachable_source_asks_for_the_run_that_says_why(tmp_path):
+def test_schedule_on_an_unreachable_source_asks_for_the_run_that_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
     warehouse = warehouse_resource(tmp_path / "w", f"file://{tmp_path}/no-such-repo.git", tmp_path / "cache")
     with dg.instance_for_test() as instance:  # a schedule's context opens its instance by reference
         request = scheduled(warehouse, instance, 1)

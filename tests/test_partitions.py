@@ -39,6 +39,7 @@ def new_normalizer(monkeypatch):
     importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
 
 
+@pytest.mark.slow
 def test_a_new_normalizer_makes_every_partition_stale_and_stages_them_again(upstream_repo, tmp_path, monkeypatch, new_normalizer):
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "two")
@@ -59,6 +60,7 @@ def test_a_new_normalizer_makes_every_partition_stale_and_stages_them_again(upst
         assert staged(ingest(definitions, instance)) == {}
 
 
+@pytest.mark.slow
 def test_a_staging_folder_deleted_by_hand_is_staged_again_alone(upstream_repo, tmp_path, monkeypatch):
     """Dagster's record cannot see a file deleted outside it: the plan also reads the staging itself."""
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")

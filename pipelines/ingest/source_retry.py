@@ -14,17 +14,18 @@ NETWORK_ATTEMPTS = 3
 BACKOFF_SECONDS = 1.0
 
 
-def with_retries(action: Callable[[], object], attempts: int = NETWORK_ATTEMPTS, backoff: float = BACKOFF_SECONDS):
+def with_retries(action: Callable[[], object]):
     """Run `action`, retrying SourceError with exponential backoff; the last error is raised."""
-    for attempt in range(attempts):
+    # The constants are read at each call, not bound as defaults, so that a test's shorter backoff takes effect.
+    for attempt in range(NETWORK_ATTEMPTS):
         try:
             return action()
         except (DeadlineExceeded, BranchNotFound):
             raise
         except SourceError:
-            if attempt == attempts - 1:
+            if attempt == NETWORK_ATTEMPTS - 1:
                 raise
-            time.sleep(backoff * 2**attempt)
+            time.sleep(BACKOFF_SECONDS * 2**attempt)
     raise AssertionError("unreachable")
 
 
