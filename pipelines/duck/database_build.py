@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -85,9 +86,15 @@ def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> tuple[bool, dict[str, int]]:
-    """(rebuilt, row counts): the database is rebuilt only when its inputs changed since the last build,
-    or the file is not the one that build wrote (replaced, truncated, overwritten) or does not open."""
+class DatabaseBuild(NamedTuple):
+    rebuilt: bool
+    row_counts: dict[str, int]
+    fingerprint: str  # inputs_fingerprint of what the database holds
+
+
+def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> DatabaseBuild:
+    """The database is rebuilt only when its inputs changed since the last build, or the file is not the
+    one that build wrote (replaced, truncated, overwritten) or does not open."""
     state_path = Path(warehouse_dir) / STATE
     fingerprint = inputs_fingerprint(Path(warehouse_dir), baselines)
     state = store.read_state(state_path)
@@ -98,10 +105,10 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
         and state.get("database") == freshness.file_states([target])
         and _opens(target)
     ):
-        return False, state["row_counts"]
+        return DatabaseBuild(False, state["row_counts"], fingerprint)
     counts = build_database(warehouse_dir, baselines)
     store.write_json_atomic(state_path, {"fingerprint": fingerprint, "row_counts": counts, "database": freshness.file_states([target])})
-    return True, counts
+    return DatabaseBuild(True, counts, fingerprint)
 
 
 def _opens(path: Path) -> bool:

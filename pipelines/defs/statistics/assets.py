@@ -47,8 +47,7 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """
     # The writer lock: the tables are read as one consistent set, never mid-commit.
     with warehouse.writing():
-        rebuilt, counts = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
-        inputs = database_build.inputs_fingerprint(warehouse.path, warehouse.baselines)
+        rebuilt, counts, inputs = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
     database = db.database_path(warehouse.path)
     context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
     with warehouse.reading() as reader:
