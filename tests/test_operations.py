@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import dagster as dg
 import polars as pl
 import pytest
 from conftest import FILE_GLOB, build_warehouse, git, liger_csv, liger_row
+from dagster._core.storage.defs_state.base import DefsStateStorage
 
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import daily_ingest, ingest_everything
@@ -19,6 +21,16 @@ from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
+
+
+@pytest.fixture(autouse=True)
+def closes_every_instance_it_opens():
+    """A tick's context opens its own instance by reference. Left open, the instance closes whenever the garbage
+    collector gets to it, and its exit makes a finished test's instance Dagster's current defs state again: a
+    definitions load, often in another test, then failed with "unable to open database file"."""
+    yield
+    gc.collect()
+    assert DefsStateStorage.get() is None, "an instance opened in this test was left to the garbage collector"
 
 
 def warehouse_resource(path: Path, source: str, cache: Path) -> Warehouse:
@@ -81,13 +93,14 @@ def ingested(warehouse: Warehouse, instance: dg.DagsterInstance) -> dg.ExecuteIn
 
 
 def tick(warehouse: Warehouse, cursor: str | None, instance: dg.DagsterInstance) -> dg.SensorResult:
-    context = dg.build_sensor_context(
+    # Closed here, not by the garbage collector (see closes_every_instance_it_opens).
+    with dg.build_sensor_context(
         cursor=cursor,
         instance=instance,
         resources={"warehouse": warehouse},
         repository_def=definitions_for(warehouse, instance).get_repository_def(),
-    )
-    result = upstream_data_sensor(context)
+    ) as context:
+        result = upstream_data_sensor(context)
     # What the daemon does with a tick's result before it launches the runs it asks for.
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
@@ -95,13 +108,13 @@ def tick(warehouse: Warehouse, cursor: str | None, instance: dg.DagsterInstance)
 
 
 def scheduled(warehouse: Warehouse, instance: dg.DagsterInstance, day: int) -> dg.RunRequest:
-    context = dg.build_schedule_context(
+    with dg.build_schedule_context(
         instance=instance,
         scheduled_execution_time=datetime(2026, 3, day, 6, 0, tzinfo=UTC),
         resources={"warehouse": warehouse},
         repository_def=definitions_for(warehouse, instance).get_repository_def(),
-    )
-    [request] = daily_ingest.evaluate_tick(context).run_requests
+    ) as context:
+        [request] = daily_ingest.evaluate_tick(context).run_requests
     return request
 
 
