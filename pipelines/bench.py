@@ -121,7 +121,7 @@ def run(
     # A warehouse left by an earlier run in the same --work-dir would make every phase a no-change run.
     for built in ("synthetic", "history", "scales"):
         shutil.rmtree(work / built, ignore_errors=True)
-    csv = _generated(data_dir, rows, seed)
+    csv = generated_csv(data_dir, rows, seed)
     warehouse = str(work / "synthetic" / "warehouse")
     phases = [
         measure(CSV_FLOOR, _phase_command("floor-csv", str(csv), str(work / "floor.parquet")), rows=rows),
@@ -143,9 +143,9 @@ def run(
     return phases
 
 
-def _generated(data_dir: Path, rows: int, seed: int) -> Path:
-    # In a process of its own: a child's peak RSS starts from its parent's at fork, so a bench
-    # process grown by generating 10M rows would inflate every phase's figure.
+def generated_csv(data_dir: Path, rows: int, seed: int) -> Path:
+    """The synthetic CSV (pipelines.synthetic, cached under `data_dir`), made in a process of its own: a child's
+    peak RSS starts from its parent's at fork, so a process grown by generating 10M rows would inflate every figure."""
     generated = measure("generate", _phase_command("generate", str(data_dir), str(rows), str(seed)))
     return Path(generated.detail["csv"])
 
@@ -173,7 +173,7 @@ def _statistics_phases(warehouse: str, rows: int) -> list[Phase]:
 
 def _scale_phases(data_dir: Path, rows: int, seed: int, work: Path) -> list[Phase]:
     """The whole ingest (normalization, then the database build) at another size, for its cost per million rows."""
-    csv = _generated(data_dir, rows, seed)
+    csv = generated_csv(data_dir, rows, seed)
     warehouse = str(work / "warehouse")
     normalize = measure(f"{NORMALIZE} at {rows:,} rows", _phase_command("normalize", str(csv), warehouse), rows=rows)
     build = measure(f"{BUILD} at {rows:,} rows", _phase_command("statistics", warehouse), rows=rows)

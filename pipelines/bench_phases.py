@@ -144,15 +144,15 @@ def _phase_statistics(warehouse: str, design: str = "views") -> dict:
         folder = _linked_warehouse(folder, folder.parent / "copies")
         database_build.PARQUET_VIEWS = db.PARQUET_VIEWS = ()
         database_build.LOAD_SHARES = (("runs",), tuple(table for table in db.TABLES if table != "runs"))
-    timed: dict[str, object] = {}
+    timed: dict[str, float] = {}
+    returned: dict[str, object] = {}
 
     def timing(step: str, run):
         def timed_step(*args):
             started = time.perf_counter()
-            result = run(*args)
+            returned[step] = run(*args)
             timed[step] = time.perf_counter() - started
-            timed[f"{step}_result"] = result
-            return result
+            return returned[step]
 
         return timed_step
 
@@ -165,7 +165,7 @@ def _phase_statistics(warehouse: str, design: str = "views") -> dict:
         "sql_s": timed["sql_s"],
         "load_s": timed["load_s"],
         # The statistics SQL by statistic (and intermediate), as _create_statistics timed it in this build.
-        "sql_parts_s": timed["sql_s_result"],
+        "sql_parts_s": returned["sql_s"],
         "runs": counts["runs"],
         "database_mb": size / 2**20,
     }

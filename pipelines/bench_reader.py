@@ -243,16 +243,6 @@ def compare(csv: Path, candidates: tuple[str, ...] = CANDIDATES) -> dict:
     return figures
 
 
-def _generated(data_dir: Path, rows: int, seed: int) -> Path:
-    """The synthetic file, made in a process of its own: a child forked from a process that held it would
-    report that process's memory as its own peak RSS."""
-    from pipelines.bench import _phase_command, measure
-
-    generated = measure("generate", _phase_command("generate", str(data_dir), str(rows), str(seed))).detail
-    assert generated is not None
-    return Path(generated["csv"])
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.bench_reader", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the synthetic CSV (default 1000000)")
@@ -264,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase:
         print(json.dumps(phase(*args.phase)))
         return 0
-    csv = _generated(args.data_dir, args.rows, args.seed)
+    from pipelines.bench import generated_csv
+
+    csv = generated_csv(args.data_dir, args.rows, args.seed)
     print(f"{args.rows:,} synthetic rows (seed {args.seed}), {os.cpu_count()} cores")
     figures = compare(csv)
     if args.json:
