@@ -145,8 +145,11 @@ def liger_csv(*rows: str) -> str:
 
 @pytest.fixture(autouse=True)
 def no_leftover_defs_state_storage():
-    """Each test starts with no current defs state storage: an instance closed out of order by an earlier test
-    leaves its storage as the current one (a context variable), and loading definitions then fails on its weakref."""
-    from dagster._core.storage.defs_state.base import _current_storage
+    """Each test starts with no current defs state storage. An instance an earlier test left open (a sensor or
+    schedule context not closed) puts its finished instance back as current when it is collected, and loading
+    definitions then fails with "unable to open database file": said here instead, where it can be traced."""
+    from dagster._core.storage.defs_state.base import DefsStateStorage
 
-    _current_storage.set(None)
+    assert DefsStateStorage.get() is None, (
+        "an earlier test on this worker left a Dagster instance open; close contexts with `with` (see test_operations)"
+    )
