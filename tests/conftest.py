@@ -63,7 +63,7 @@ def build_warehouse(warehouse: Path, source: str, cache: Path, branch: str = "ma
     with store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)
-        build_tables(warehouse, list(listing.files_at_head))
+        build_tables(warehouse, listing)
     return warehouse
 
 

@@ -50,7 +50,7 @@ with store.writer_lock(warehouse):
     stage_new(warehouse, source_settings, listing)
 phase("tables")
 with store.writer_lock(warehouse):
-    build_tables(warehouse, list(listing.files_at_head))
+    build_tables(warehouse, listing)
 phase("database")
 with store.writer_lock(warehouse):
     database_build.build_database_if_changed(warehouse, settings.DEFAULT_BASELINES)
@@ -91,7 +91,7 @@ def ingest_now(warehouse: Path, cache: Path, source: str) -> None:
     with store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)
-        build_tables(warehouse, list(listing.files_at_head))
+        build_tables(warehouse, listing)
         database_build.build_database_if_changed(warehouse, BASELINES)
 
 

@@ -19,6 +19,11 @@ class Warehouse(dg.ConfigurableResource):
     source: str
     branch: str
     file_glob: str
+    streams: list[str] = ["data"]
+    # Empty: the source's repository, upstream's CI branch (see SourceSettings).
+    ci_source: str = ""
+    ci_branch: str = ""
+    ci_file_glob: str = settings.DEFAULT_CI_FILE_GLOB
     cache_dir: str
     baselines: list[str]
     staging_workers: int = 1
@@ -28,7 +33,16 @@ class Warehouse(dg.ConfigurableResource):
         return Path(self.warehouse_dir)
 
     def source_settings(self) -> SourceSettings:
-        return SourceSettings(self.source, self.branch, self.file_glob, Path(self.cache_dir))
+        return SourceSettings(
+            self.source,
+            self.branch,
+            self.file_glob,
+            Path(self.cache_dir),
+            streams=tuple(self.streams),
+            ci_source=self.ci_source or None,
+            ci_branch=self.ci_branch or None,
+            ci_file_glob=self.ci_file_glob,
+        )
 
     def writing(self) -> AbstractContextManager[None]:
         """Hold the warehouse for writing: its file lock (Dagster's pool serializes Dagster's writers, the lock
@@ -47,6 +61,10 @@ def default_warehouse() -> Warehouse:
         source=current.source,
         branch=current.branch,
         file_glob=current.file_glob,
+        streams=list(current.streams),
+        ci_source=current.ci_source or "",
+        ci_branch=current.ci_branch or "",
+        ci_file_glob=current.ci_file_glob,
         cache_dir=str(current.cache_dir),
         baselines=list(current.baselines),
         staging_workers=current.staging_workers,
