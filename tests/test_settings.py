@@ -6,6 +6,8 @@ import dataclasses
 import re
 from pathlib import Path
 
+import pytest
+
 from pipelines.core import settings
 from pipelines.core.settings import PROJECT_ROOT, read
 
@@ -21,15 +23,15 @@ def test_an_empty_environment_gives_every_default():
     assert got.sensor_interval_s == 3600
 
 
-def test_values_are_read_and_blank_or_unusable_ones_mean_the_default(tmp_path: Path):
+def test_values_are_read_and_blank_ones_mean_the_default(tmp_path: Path):
     got = read(
         {
             "WAREHOUSE_DIR": str(tmp_path / "w"),
             "LIGER_CACHE_DIR": "elsewhere/cache",
             "LIGER_BRANCH": "  ",
             "LIGER_BASELINES": " torch , ,huggingface",
-            "LIGER_STAGING_WORKERS": "0",
-            "LIGER_SENSOR_INTERVAL_S": "-5",
+            "LIGER_STAGING_WORKERS": " ",
+            "LIGER_SENSOR_INTERVAL_S": "",
         }
     )
     assert got.warehouse_dir == tmp_path / "w"
@@ -39,7 +41,83 @@ def test_values_are_read_and_blank_or_unusable_ones_mean_the_default(tmp_path: P
     assert got.sensor_interval_s == 3600
     assert got.staging_workers == read({}).staging_workers
     assert read({"LIGER_BASELINES": ","}).baselines == ("huggingface", "torch")
-    assert read({"LIGER_STAGING_WORKERS": "3"}).staging_workers == 3
+    assert read({"LIGER_STAGING_WORKERS": "1"}).staging_workers == 1
+    assert read({"LIGER_SENSOR_INTERVAL_S": " 60 "}).sensor_interval_s == 60
+
+
+# Every setting, blank: each means its default (a blank LIGER_SOURCE is not the current folder).
+BLANK = [name for name in re.findall(r'(?:text|count)\("([A-Z_]+)"', Path(settings.__file__).read_text())]
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t \n"])
+def test_a_blank_value_means_the_default_for_every_setting(blank):
+    assert read(dict.fromkeys(BLANK, blank)) == read({})
+
+
+def test_a_blank_source_stays_the_default_when_a_command_makes_paths_absolute(monkeypatch, tmp_path: Path):
+    monkeypatch.chdir(tmp_path)
+    for name in ("LIGER_SOURCE", "LIGER_CI_SOURCE", "WAREHOUSE_DIR", "LIGER_CACHE_DIR"):
+        monkeypatch.setenv(name, "   ")
+    settings.use_absolute_paths()
+    got = read()
+    assert got.source == settings.DEFAULT_SOURCE
+    assert got.ci_source is None
+    assert got.warehouse_dir == read({}).warehouse_dir
+
+
+def test_a_relative_source_with_spaces_around_it_is_the_users_folder(monkeypatch, tmp_path: Path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LIGER_SOURCE", " upstream.git ")
+    settings.use_absolute_source()
+    assert read().source == str(tmp_path / "upstream.git")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LIGER_STAGING_WORKERS", "0"),
+        ("LIGER_STAGING_WORKERS", "-5"),
+        ("LIGER_STAGING_WORKERS", str(settings.MAX_STAGING_WORKERS + 1)),
+        ("LIGER_STAGING_WORKERS", "500"),
+        ("LIGER_STAGING_WORKERS", "two"),
+        ("LIGER_STAGING_WORKERS", "2.5"),
+        ("LIGER_STAGING_WORKERS", "\u0663"),  # an Arabic-Indic three: a digit to str.isdigit, not to a person
+        ("LIGER_SENSOR_INTERVAL_S", "0"),
+        ("LIGER_SENSOR_INTERVAL_S", "29"),
+        ("LIGER_SENSOR_INTERVAL_S", "86401"),
+        ("LIGER_SENSOR_INTERVAL_S", "1h"),
+        ("LIGER_STREAMS", "data,cli"),
+    ],
+)
+def test_a_value_out_of_range_or_not_a_number_is_refused_in_one_line(name, value):
+    with pytest.raises(settings.SettingError) as raised:
+        read({name: value})
+    message = str(raised.value)
+    assert "\n" not in message
+    assert name in message and repr(value.strip()) in message
+    if name != "LIGER_STREAMS":
+        low, high = settings.staging_workers_range() if name == "LIGER_STAGING_WORKERS" else settings.SENSOR_INTERVAL_RANGE
+        assert f"from {low} to {high}" in message
+
+
+def test_staging_workers_are_bounded_by_the_cores_and_sixteen(monkeypatch):
+    monkeypatch.setattr(settings.os, "cpu_count", lambda: 2)
+    assert settings.staging_workers_range() == (1, 4)
+    assert read({"LIGER_STAGING_WORKERS": "4"}).staging_workers == 4
+    with pytest.raises(settings.SettingError):
+        read({"LIGER_STAGING_WORKERS": "5"})
+    monkeypatch.setattr(settings.os, "cpu_count", lambda: 64)
+    assert settings.staging_workers_range() == (1, 16)
+    monkeypatch.setattr(settings.os, "cpu_count", lambda: None)
+    assert settings.staging_workers_range() == (1, 2)
+    assert read({}).staging_workers == 1
+
+
+def test_a_hostile_value_is_shown_on_one_line_and_cut(tmp_path: Path):
+    with pytest.raises(settings.SettingError) as raised:
+        read({"LIGER_STAGING_WORKERS": "1\n2" + "x" * 500})
+    message = str(raised.value)
+    assert "\n" not in message and len(message) < 200
 
 
 def test_outside_a_checkout_a_relative_folder_is_the_users(monkeypatch, tmp_path: Path):

@@ -24,6 +24,21 @@ DEFAULT_BASELINES = ("huggingface", "torch")
 DEFAULT_CI_BRANCH = "gh-pages"
 DEFAULT_CI_FILE_GLOB = "benchmarks/*/benchmark.csv"
 STREAMS = ("data", "ci")
+# The numeric settings' ranges (README, "Environment variables"). A staging worker is a process that imports polars and
+# holds one snapshot: 256 to 279 MB peak RSS each (measured staging the real history, and 2,000-row synthetic snapshots,
+# on 1, 2 and 4 workers). Twice the cores keeps them busy while one waits on its disk; 16 (about 4.4 GB) is as much as a
+# run should take. A sensor tick below 30 s is below the daemon's own loop; above a day, the daily schedule asks first.
+MAX_STAGING_WORKERS = 16
+SENSOR_INTERVAL_RANGE = (30, 86_400)
+
+
+class SettingError(ValueError):
+    """A setting the user gave that cannot be used; the message is one line naming the variable, its value and the fix."""
+
+
+def staging_workers_range() -> tuple[int, int]:
+    """1 to twice the cores, at most MAX_STAGING_WORKERS."""
+    return 1, max(1, min(MAX_STAGING_WORKERS, 2 * (os.cpu_count() or 1)))
 
 
 def _project_path(value: str) -> Path:
@@ -50,22 +65,32 @@ class Settings:
 
 
 def read(environ: Mapping[str, str] | None = None) -> Settings:
-    """The settings in `environ` (default the process environment); an empty or unusable value means the default."""
+    """The settings in `environ` (default the process environment). A blank value (empty, spaces) means the default;
+    one that cannot be used (a number out of its range, a word that is not one) is refused with a SettingError."""
     env = os.environ if environ is None else environ
 
     def text(name: str, default: str) -> str:
         return env.get(name, "").strip() or default
 
-    def count(name: str, default: int) -> int:
+    def count(name: str, default: int, bounds: tuple[int, int]) -> int:
         raw = text(name, "")
-        return int(raw) if raw.isdigit() and int(raw) > 0 else default
+        if not raw:
+            return default
+        low, high = bounds
+        value = int(raw) if raw.isascii() and raw.isdigit() else None
+        if value is None or not low <= value <= high:
+            what = "is not a whole number" if value is None else "is out of range"
+            raise SettingError(f"{name}={_shown(raw)} {what}: give one from {low} to {high}, or unset it for the default ({default})")
+        return value
 
     streams = tuple(dict.fromkeys(name.strip().lower() for name in text("LIGER_STREAMS", ",".join(STREAMS)).split(",") if name.strip()))
     unknown = [name for name in streams if name not in STREAMS]
     if unknown or not streams:
-        raise ValueError(
-            f"LIGER_STREAMS={env.get('LIGER_STREAMS')!r} names no stream or an unknown one: use a comma-separated subset of data,ci"
+        raise SettingError(
+            f"LIGER_STREAMS={_shown(env.get('LIGER_STREAMS', ''))} names no stream or an unknown one: "
+            "use a comma-separated subset of data,ci, or unset it for both"
         )
+    workers = staging_workers_range()
     source = text("LIGER_SOURCE", DEFAULT_SOURCE)
     return Settings(
         warehouse_dir=_project_path(text("WAREHOUSE_DIR", "data/warehouse")),
@@ -78,9 +103,14 @@ def read(environ: Mapping[str, str] | None = None) -> Settings:
         ci_branch=text("LIGER_CI_BRANCH", "") or None,
         ci_file_glob=text("LIGER_CI_FILE_GLOB", DEFAULT_CI_FILE_GLOB),
         baselines=tuple(p.strip() for p in text("LIGER_BASELINES", "").split(",") if p.strip()) or DEFAULT_BASELINES,
-        staging_workers=count("LIGER_STAGING_WORKERS", min(2, os.cpu_count() or 1)),
-        sensor_interval_s=count("LIGER_SENSOR_INTERVAL_S", 3600),
+        staging_workers=count("LIGER_STAGING_WORKERS", min(2, os.cpu_count() or 1), workers),
+        sensor_interval_s=count("LIGER_SENSOR_INTERVAL_S", 3600, SENSOR_INTERVAL_RANGE),
     )
+
+
+def _shown(value: str) -> str:
+    """A setting's value as a message shows it: quoted, on one line (escapes for control characters), at most 40 characters."""
+    return repr(value if len(value) <= 40 else value[:39] + "…")
 
 
 def absolute_source(value: str, cwd: Path) -> str:
@@ -96,8 +126,9 @@ def use_absolute_source() -> None:
     """Make a relative `LIGER_SOURCE` (and `LIGER_CI_SOURCE`) in the environment absolute, for a command about to
     change directory."""
     for name in ("LIGER_SOURCE", "LIGER_CI_SOURCE"):
-        if value := os.environ.get(name):
-            os.environ[name] = absolute_source(value, Path.cwd())
+        # A blank value is the default, not a path: made absolute it would name the current folder.
+        if (value := os.environ.get(name)) and value.strip():
+            os.environ[name] = absolute_source(value.strip(), Path.cwd())
 
 
 def use_absolute_paths() -> None:
