@@ -27,9 +27,10 @@ STREAMS = ("data", "ci")
 # The numeric settings' ranges (README, "Environment variables"). A staging worker is a process that imports polars and
 # holds one snapshot: 256 to 279 MB peak RSS each (measured staging the real history, and 2,000-row synthetic snapshots,
 # on 1, 2 and 4 workers). Twice the cores keeps them busy while one waits on its disk; 16 (about 4.4 GB) is as much as a
-# run should take. A sensor tick below 30 s is below the daemon's own loop; above a day, the daily schedule asks first.
+# run should take. A sensor tick asks upstream (`git ls-remote`): more often than every 10 s only loads upstream's
+# host; less often than daily, the daily schedule asks first.
 MAX_STAGING_WORKERS = 16
-SENSOR_INTERVAL_RANGE = (30, 86_400)
+SENSOR_INTERVAL_RANGE = (10, 86_400)
 
 
 class SettingError(ValueError):
