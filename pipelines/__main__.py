@@ -6,20 +6,17 @@ import argparse
 import json
 import os
 import sys
+import traceback
+from pathlib import Path
 
-import duckdb
-
+from pipelines.cli import cli_errors
 from pipelines.cli.cli_exports import add_export_parser
-from pipelines.cli.cli_output import GuardedStream, StandardOutputError, UsageError, UserError
+from pipelines.cli.cli_output import GuardedStream, StandardOutputError, UserError
 from pipelines.cli.cli_queries import add_compare_parser, add_sql_parser
 from pipelines.cli.cli_report import add_report_parser
 from pipelines.core import instance, settings
-from pipelines.duck import db
-from pipelines.exports import liger_csv
 
-# Errors a user can act on, each shown as its one-line message: usage errors exit 2, the others 1.
-USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, db.NoStatement)
-FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error)
+VERBOSE_HELP = "on an error, also print its stack (before the one line that says what to do)"
 
 
 class Parser(argparse.ArgumentParser):
@@ -31,8 +28,14 @@ class Parser(argparse.ArgumentParser):
 
 def _use_project_instance() -> None:
     # DAGSTER_HOME's dagster.yaml holds the instance; relative storage paths are taken from there.
-    if not os.environ.get("DAGSTER_HOME"):
+    if not os.environ.get("DAGSTER_HOME", "").strip():
         os.environ["DAGSTER_HOME"] = str(instance.ensure_home(instance.default_home()))
+    home = Path(os.environ["DAGSTER_HOME"])
+    if not home.is_dir():
+        raise settings.SettingError(
+            f"DAGSTER_HOME={str(home)!r} is not a folder: create it (a dagster.yaml there is the instance's), "
+            "or unset DAGSTER_HOME for the project's instance"
+        )
     settings.use_absolute_paths()  # relative settings mean what they meant in the user's folder, not DAGSTER_HOME
     os.chdir(os.environ["DAGSTER_HOME"])
 
@@ -42,7 +45,7 @@ def materialize(args: argparse.Namespace) -> int:
     from pipelines.orchestration.materialize import materialize_all
 
     _use_project_instance()
-    return materialize_all()
+    return materialize_all(verbose=args.verbose)
 
 
 def show_run(args: argparse.Namespace) -> int:
@@ -70,15 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(commands)
     add_export_parser(commands)
     add_report_parser(commands)
+    # Before the command or after it: `python -m pipelines --verbose CMD` and `python -m pipelines CMD --verbose`.
+    parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    for command in commands.choices.values():
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; the errors a user can act on end it with one line on stderr, never a traceback."""
+    """Run one command; the errors a user can act on end it with one line on stderr (the stack only with
+    --verbose), never a traceback; an interrupt (Ctrl-C) ends it with one line and exit code 130."""
     args = build_parser().parse_args(argv)
     stdout = sys.stdout
     sys.stdout = GuardedStream(stdout)
     try:
+        _check_arguments(args)
+        settings.read()  # a setting that cannot be used is refused before any command starts, whichever reads it
         code = args.func(args)
         sys.stdout.flush()  # here, not at exit, so a failing stdout is reported like any other
         return code
@@ -88,17 +98,36 @@ def main(argv: list[str] | None = None) -> int:
             return 1  # the reader went away (`| head`): stop quietly, as Unix tools do
         print(f"cannot write to standard output: {exc}", file=sys.stderr)
         return 1
-    except USAGE_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except FAILURES as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:  # a file or folder the command could not read or write, named by the error
-        print(f"error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
-        return 1
+    except (Exception, KeyboardInterrupt) as exc:
+        reported = cli_errors.outcome(exc, _warehouse(args))
+        if reported is None:
+            raise  # not an error a user caused: its traceback is the report
+        if args.verbose:
+            traceback.print_exception(exc)
+        code, line = reported
+        print(line, file=sys.stderr)
+        return code
     finally:
         sys.stdout = stdout
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse an argument whose bytes are not UTF-8 (the shell passes any): a query or name could not hold it."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, str) and (error := cli_errors.not_utf8(f"the argument {name.replace('_', '-')}", item)):
+                raise error
+
+
+def _warehouse(args: argparse.Namespace) -> Path | None:
+    """The warehouse the command reads, to name a damaged table in it (None when the settings cannot say)."""
+    if getattr(args, "warehouse_dir", None):
+        return Path(args.warehouse_dir)
+    try:
+        return settings.read().warehouse_dir
+    except settings.SettingError:
+        return None
 
 
 def _discard_stdout(stdout) -> None:

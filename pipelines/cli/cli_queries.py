@@ -20,6 +20,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from pipelines.cli.cli_output import UsageError
 from pipelines.core import metadata, settings, sql_files
 from pipelines.duck import db
 from pipelines.duck.db import Result
@@ -157,13 +158,24 @@ def run_sql(args: argparse.Namespace) -> int:
         example = 'sql "SELECT * FROM kernel_scorecard"'
         print(f"error: give the SQL as an argument, e.g. {example}, or on stdin", file=sys.stderr)
         return 2
-    text = sys.stdin.read() if args.query == "-" else args.query
+    text = read_query(sys.stdin) if args.query == "-" else args.query
     result = db.query(_warehouse_dir(args), text)
     if args.format == "table":
         print(format_table(result, max_rows=args.max_rows))
     else:
         print(FORMATS[args.format](result))
     return 0
+
+
+def read_query(stream: Any) -> str:
+    """The SQL text on `stream` (standard input), which must be UTF-8: its bytes, not the locale's decoding of them."""
+    data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode("utf-8", "surrogateescape")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"the query on standard input is not UTF-8 text (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}): give it as UTF-8"
+        ) from None
 
 
 def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ worker opens the source once and keeps its own lookup cache.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -48,6 +49,9 @@ def stage_all(
 
 
 def _open(settings: SourceSettings) -> None:
+    # Ctrl-C reaches the whole process group: the run (the parent) stops the pool and says it was interrupted;
+    # a worker that took the interrupt itself would die with a traceback and break the pool instead.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker["source"] = settings.open()
     _worker["cache"] = DistinctCache()
 

@@ -12,6 +12,7 @@ import sqlalchemy.exc
 from pipelines.cli.cli_output import UserError
 from pipelines.ingest.source_types import SourceError
 from pipelines.ingest.steps import sync
+from pipelines.orchestration import console
 from pipelines.orchestration.plan import IngestPlan, plan_ingest, register
 from pipelines.storage import store
 
@@ -34,6 +35,8 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
         register(instance, plan.new_keys)
     # Every asset of `definitions` (in the code location, the same as the schedule's job ingest_everything).
     job = definitions.resolve_implicit_global_asset_job_def()
+    if loggers := execute.pop("loggers", None):
+        job = job.with_logger_defs(loggers)
     keys = list(definitions.resolve_asset_graph().get_all_asset_keys())
     return job.execute_in_process(
         instance=instance,
@@ -44,7 +47,9 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
     )
 
 
-def materialize_all() -> int:
+def materialize_all(verbose: bool = False) -> int:
+    """Ingest and compute everything; a failed step ends it with its one line (its stack in the log with `verbose`),
+    an interrupt with KeyboardInterrupt (the warehouse keeps its last commit)."""
     from pipelines.definitions import defs
     from pipelines.orchestration.run_health import fail_dead_runs, worker_tags
 
@@ -52,7 +57,14 @@ def materialize_all() -> int:
         with dg.DagsterInstance.get() as instance:
             for message in fail_dead_runs(instance):
                 print(message, file=sys.stderr)
-            result = ingest(defs(), instance, raise_on_error=False, run_config=CONSOLE_INFO, tags=worker_tags())
+            result = ingest(
+                defs(),
+                instance,
+                raise_on_error=False,
+                run_config=CONSOLE_INFO,
+                tags=worker_tags(),
+                loggers={"console": console.console_logger(verbose)},
+            )
     except sqlalchemy.exc.DBAPIError as exc:
         # The instance's own storage failed (a full disk, a database that went away): the run cannot even be recorded.
         home = os.environ.get("DAGSTER_HOME", "")
@@ -62,6 +74,8 @@ def materialize_all() -> int:
     if result.success:
         print(f"materialized every asset (run {result.run_id})")
         return 0
+    if console.interrupted(result):
+        raise KeyboardInterrupt
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             print(f"failed: {event.step_key}: {_first_line(event.step_failure_data.error)}", file=sys.stderr)
