@@ -22,9 +22,10 @@ SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)
 @dg.asset(group_name="source", kinds={"git"}, pool=WRITERS)
 def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The upstream benchmark data: the git repository (cloned once into the cache, fetched on every
-    run) or the CSV file or URL that `LIGER_SOURCE` names, listed as one snapshot per
-    (commit, file) that changed a `benchmark/data/all_benchmark_data*.csv` file. Each snapshot not
-    seen before becomes a partition of raw_snapshots."""
+    run) or the CSV file or URL that `LIGER_SOURCE` names, listed as one snapshot per distinct content
+    of a data file: `main`'s `benchmark/data/all_benchmark_data*.csv` (stream `data`) and `gh-pages`'
+    `benchmarks/<commit>/benchmark.csv` (stream `ci`, upstream's CI history). Each snapshot not seen
+    before becomes a partition of raw_snapshots."""
     with warehouse.writing():
         listing = sync(warehouse.path, warehouse.source_settings())
     new = new_keys(context.instance, listing)
@@ -102,6 +103,10 @@ def partition_metadata(meta: SnapshotMeta) -> dict:
         "source_file": shorten(meta.source_file),
         "content_sha256": meta.content_sha256,
         "status": meta.status,
+        "stream": meta.stream,
+        # A CI snapshot's benchmarked commit and release (SPEC section 7): where on upstream's main it stands.
+        "benchmarked_commit": meta.benchmarked_commit or "",
+        "release": meta.release or "",
         "dagster/row_count": meta.row_count,
         "accepted": meta.accepted,
         "quarantined": meta.quarantined,
