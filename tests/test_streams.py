@@ -110,3 +110,38 @@ def test_the_ci_stream_alone_and_from_another_repository(upstream_repo, tmp_path
     assert tables["snapshots"].group_by("stream").len().sort("stream").rows() == [("ci", 4), ("data", 1)]
     alone = SourceSettings(str(upstream_repo.path), "main", FILE_GLOB, tmp_path / "cache", streams=("ci",))
     assert set(ingest(tmp_path / "ci-only", alone)["snapshots"]["stream"]) == {"ci"}
+
+
+@pytest.mark.slow
+def test_a_new_ci_folder_is_one_new_partition_and_one_run_of_the_sensor(upstream_repo, tmp_path):
+    import dagster as dg
+    from test_operations import ingested, partitions_staged, run_request, tick
+
+    from pipelines.defs.resources import Warehouse
+
+    upstream_with_ci(upstream_repo)
+    warehouse = Warehouse(
+        warehouse_dir=str(tmp_path / "warehouse"),
+        source=str(upstream_repo.path),
+        branch="main",
+        file_glob=FILE_GLOB,
+        streams=["data", "ci"],
+        cache_dir=str(tmp_path / "cache"),
+        baselines=["huggingface", "torch"],
+    )
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingested(warehouse, instance)
+        cursor = tick(warehouse, None, instance).cursor
+        assert tick(warehouse, cursor, instance).run_requests == []
+        git(upstream_repo.path, "checkout", "--quiet", "gh-pages")
+        rows = liger_csv(ci_row("2025-03-01 00:00:00", "1.2"))
+        upstream_repo.commit({"benchmarks/ddddddd/benchmark.csv": rows}, "Add benchmark for commit ddddddd", "2025-03-01T01:00:00Z")
+        git(upstream_repo.path, "checkout", "--quiet", "main")
+        result = tick(warehouse, cursor, instance)
+        [request] = result.run_requests
+        [added] = [key for r in result.dynamic_partitions_requests for key in r.partition_keys]
+        assert added.endswith("/ddddddd/benchmark.csv")
+        ran = run_request(warehouse, request, instance)
+        assert ran.success and partitions_staged(ran) == [added]
+    runs = pl.read_parquet(tmp_path / "warehouse" / "runs.parquet")
+    assert runs.filter(pl.col("benchmarked_commit") == "ddddddd").height == 1
