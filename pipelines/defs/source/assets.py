@@ -8,10 +8,19 @@ from pipelines.core.schemas import RUN_ROWS
 from pipelines.defs.common import WRITERS, at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
 from pipelines.ingest.source_address import normalized_source
-from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
 from pipelines.ingest.staging import SnapshotMeta
 from pipelines.ingest.steps import recorded_listing, stage, sync
-from pipelines.orchestration.plan import NORMALIZER_CODE_VERSION, SNAPSHOTS, STAGED_DATA_VERSION, new_keys, register
+from pipelines.orchestration.plan import (
+    LISTED_TAG,
+    LISTING_FAILED_TAG,
+    NORMALIZER_CODE_VERSION,
+    SNAPSHOTS,
+    STAGED_DATA_VERSION,
+    new_keys,
+    register,
+)
+from pipelines.storage import store
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
@@ -26,8 +35,10 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     of a data file: `main`'s `benchmark/data/all_benchmark_data*.csv` (stream `data`) and `gh-pages`'
     `benchmarks/<commit>/benchmark.csv` (stream `ci`, upstream's CI history). Each snapshot not seen
     before becomes a partition of raw_snapshots."""
-    with warehouse.writing():
-        listing = sync(warehouse.path, warehouse.source_settings())
+    listing = _listed_by_the_command(context, warehouse)
+    if listing is None:
+        with warehouse.writing():
+            listing = sync(warehouse.path, warehouse.source_settings())
     new = new_keys(context.instance, listing)
     register(context.instance, new)
     context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new")
@@ -91,6 +102,24 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
         },
         data_version=STAGED_DATA_VERSION,
     )
+
+
+def _listed_by_the_command(context: dg.AssetExecutionContext, warehouse: Warehouse) -> Listing | None:
+    """The listing the command that started this run made a moment ago (`python -m pipelines materialize` lists the
+    source to plan the run's partitions), so that one run reads the source once; None when the run must list it."""
+    if failed := context.run.tags.get(LISTING_FAILED_TAG):
+        raise SourceError(failed)
+    head = context.run.tags.get(LISTED_TAG)
+    if head is None:
+        return None
+    try:
+        listing = recorded_listing(warehouse.path)
+    except store.DamagedFile:
+        return None
+    if listing is None or (listing.head or "") != head:
+        return None
+    context.log.info("the source was listed by the command that started this run: not read again")
+    return listing
 
 
 def partition_metadata(meta: SnapshotMeta) -> dict:
