@@ -37,6 +37,7 @@ def _use_project_instance() -> None:
             "or unset DAGSTER_HOME for the project's instance"
         )
     settings.use_absolute_paths()  # relative settings mean what they meant in the user's folder, not DAGSTER_HOME
+    instance.claim(Path(os.environ["DAGSTER_HOME"]), settings.read().warehouse_dir)
     os.chdir(os.environ["DAGSTER_HOME"])
 
 

@@ -15,6 +15,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipelines.cli.cli_output import UsageError, UserError
+from pipelines.core import instance
 from pipelines.core.settings import SettingError
 from pipelines.duck import db
 from pipelines.exports import liger_csv
@@ -26,7 +27,7 @@ MATERIALIZE = "`python -m pipelines materialize`"
 
 # Errors a user can act on, each shown as its one-line message: usage errors (and settings) exit 2, the others 1.
 USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, SettingError, db.NoStatement)
-FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error)
+FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error, instance.InstanceTaken)
 UNREADABLE_TABLE: tuple[type[Exception], ...] = (pl.exceptions.PolarsError, pa.ArrowException)
 
 
