@@ -110,7 +110,7 @@ class CsvSource:
                 while block := handle.read(1 << 20):
                     take(block)
         except OSError as exc:
-            raise unreachable(self.source, exc.strerror or str(exc)) from None
+            raise unreachable(self.source, exc.strerror or str(exc), cache=self.folder) from None
 
     def _download(self) -> str:
         step = f"downloading {self.source}"
@@ -132,7 +132,7 @@ class CsvSource:
                 except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
                     if watchdog.expired:
                         raise DeadlineExceeded(step, DOWNLOAD_DEADLINE_SECONDS) from None
-                    raise unreachable(self.source, str(getattr(exc, "reason", exc)) or type(exc).__name__) from None
+                    raise unreachable(self.source, str(getattr(exc, "reason", exc)) or type(exc).__name__, cache=self.folder) from None
 
         return with_retries(attempt)
 

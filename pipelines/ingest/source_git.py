@@ -144,7 +144,7 @@ class GitSource:
             # The remote answers, so the clone is what is broken (corrupt, or a lock a killed fetch left).
             if self._ls_remote().returncode == 0:
                 return False
-            raise unreachable(self.source, stderr or "git fetch failed")
+            raise unreachable(self.source, stderr or "git fetch failed", cache=self.clone_dir.parent)
 
         if _git(["rev-parse", "--verify", "--quiet", self._ref], self.clone_dir).returncode != 0:
             return False
@@ -165,7 +165,9 @@ class GitSource:
                 answer = self._ls_remote()
                 if answer.returncode == 0 and not answer.stdout.strip():
                     raise BranchNotFound(self.source, self.branch)
-                raise unreachable(self.source, result.stderr.decode(errors="replace").strip() or "git clone failed")
+                raise unreachable(
+                    self.source, result.stderr.decode(errors="replace").strip() or "git clone failed", cache=self.clone_dir.parent
+                )
 
         try:
             with_retries(clone)

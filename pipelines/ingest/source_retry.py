@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pipelines.ingest.source_types import BranchNotFound, DeadlineExceeded, SourceError
+from pipelines.ingest.source_types import BranchNotFound, CacheDiskFull, DeadlineExceeded, SourceError
 
 NETWORK_ATTEMPTS = 3
 BACKOFF_SECONDS = 1.0
@@ -20,7 +20,7 @@ def with_retries(action: Callable[[], object]):
     for attempt in range(NETWORK_ATTEMPTS):
         try:
             return action()
-        except (DeadlineExceeded, BranchNotFound):
+        except (DeadlineExceeded, BranchNotFound, CacheDiskFull):
             raise
         except SourceError:
             if attempt == NETWORK_ATTEMPTS - 1:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 
 class SourceError(RuntimeError):
@@ -67,9 +70,29 @@ class Listing:
     head_snapshots: tuple[str, ...] | None = None
 
 
-def unreachable(source: str, detail: str) -> SourceError:
+class CacheDiskFull(SourceError):
+    """The disk of the cache folder is full: the source is fine, retrying cannot help, and the fix is space."""
+
+    def __init__(self, folder: Path, detail: str):
+        super().__init__(
+            f"no space left on the disk of the cache folder {folder} ({detail}): free space there, "
+            "or set LIGER_CACHE_DIR to a folder on a disk with room"
+        )
+
+
+# How git (run with LC_ALL=C) and the OS say a write found no room: a full disk, or the user's quota spent.
+DISK_FULL = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+
+
+def unreachable(source: str, detail: str, cache: Path | None = None) -> SourceError:
+    """The error of a source that did not answer; a write into `cache` (the folder the copy goes to) that found its
+    disk full is a CacheDiskFull instead, naming that folder, not the source."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    full = next((line for line in lines if any(text in line for text in DISK_FULL)), None)
+    if cache is not None and full is not None:
+        return CacheDiskFull(cache, full)
     # git explains itself over several lines; the first one names the problem.
-    detail = next((line.strip() for line in detail.splitlines() if line.strip()), "no answer")
+    detail = lines[0] if lines else "no answer"
     return SourceError(
         f"cannot read the Liger benchmark source {source!r} ({detail}); "
         "set LIGER_SOURCE to a reachable git URL, local clone, git bundle, CSV file or http(s) CSV URL"
