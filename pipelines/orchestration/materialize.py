@@ -59,14 +59,15 @@ def materialize_all(verbose: bool = False) -> int:
         with dg.DagsterInstance.get() as instance:
             for message in fail_dead_runs(instance):
                 print(message, file=sys.stderr)
-            result = ingest(
-                defs(),
-                instance,
-                raise_on_error=False,
-                run_config=CONSOLE_INFO,
-                tags=worker_tags(),
-                loggers={"console": console.console_logger(verbose)},
-            )
+            with console.helpers_spared_by_ctrl_c():
+                result = ingest(
+                    defs(),
+                    instance,
+                    raise_on_error=False,
+                    run_config=CONSOLE_INFO,
+                    tags=worker_tags(),
+                    loggers={"console": console.console_logger(verbose)},
+                )
     except sqlalchemy.exc.DBAPIError as exc:
         # The instance's own storage failed (a full disk, a database that went away): the run cannot even be recorded.
         home = os.environ.get("DAGSTER_HOME", "")
