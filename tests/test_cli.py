@@ -104,6 +104,44 @@ def test_out_replaces_a_regular_file(small_database, tmp_path):
     assert out.read_text().startswith("kernel_name,")
 
 
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o555])
+def test_out_never_replaces_a_read_only_file(small_database, tmp_path, mode):
+    out = tmp_path / "out.csv"
+    out.write_text("mine\n")
+    out.chmod(mode)
+    before = out.stat()
+    assert_one_line(cli(small_database, *EXPORT_CSV, "--out", str(out)), 1, str(out), "read-only", "chmod u+w")
+    after = out.stat()
+    assert (out.read_text(), after.st_ino, after.st_mode) == ("mine\n", before.st_ino, before.st_mode)
+    assert not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o660, 0o604])
+def test_out_keeps_the_mode_of_the_file_it_replaces(small_database, tmp_path, mode):
+    out = tmp_path / "out.csv"
+    out.write_text("old\n")
+    out.chmod(mode)
+    assert cli(small_database, *EXPORT_CSV, "--out", str(out)).returncode == 0
+    assert out.read_text().startswith("kernel_name,")
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+
+
+def test_export_bmf_keeps_modes_and_refuses_a_read_only_file(small_database, tmp_path):
+    folder = tmp_path / "bmf"
+    folder.mkdir()
+    mine = folder / "nvidia-a100-sxm4-80gb.json"
+    mine.write_text("{}\n")
+    mine.chmod(0o600)
+    assert cli(small_database, "export-bmf", "--out", str(folder)).returncode == 0
+    assert mine.read_text() != "{}\n" and stat.S_IMODE(mine.stat().st_mode) == 0o600
+
+    stale = folder / "gone-gpu.json"
+    stale.write_text("{}\n")
+    stale.chmod(0o444)  # it would be removed, as a GPU no longer present
+    assert_one_line(cli(small_database, "export-bmf", "--out", str(folder)), 1, str(stale), "read-only")
+    assert stale.read_text() == "{}\n"
+
+
 def test_out_that_is_a_folder_is_refused_and_leaves_no_temporary_file(small_database, tmp_path):
     folder = tmp_path / "exports"
     folder.mkdir()

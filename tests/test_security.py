@@ -224,3 +224,41 @@ def test_sql_command_still_answers_queries(small_database, capsys):
     ):
         assert main(["sql", "--warehouse-dir", str(small_database), query]) == 0, capsys.readouterr().err
     assert os.access(db.database_path(small_database), os.R_OK)
+
+
+# Upstream file names no file system, terminal or shell should take as they are.
+HOSTILE_NAMES = [
+    "all_benchmark_data\nforged line.csv",
+    "-rf all_benchmark_data.csv",
+    ".all_benchmark_data.csv",
+    "all_benchmark_data\x1b[31m\u202egpj.csv",
+    "all_benchmark_data\\..\\escape.csv",
+]
+
+
+def test_export_file_names_from_upstream_drop_what_is_unsafe(upstream_repo, tmp_path):
+    from pipelines.exports import liger_csv as exports
+
+    upstream_repo.commit({f"benchmark/data/{name}": liger_csv(liger_row()) for name in HOSTILE_NAMES}, "hostile names")
+    upstream_repo.commit({"benchmark/data/nested/all_benchmark_data\n.csv": liger_csv(liger_row())}, "one more, in a folder")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache", file_glob="benchmark/data/**.csv")
+    out = tmp_path / "out"
+    written = exports.write_latest(warehouse, out)
+    assert len(written) == len(HOSTILE_NAMES) + 1
+    assert sorted(path.name for path in out.iterdir()) == sorted(written)  # all in `out`, none beside it or hidden
+    for name in written:
+        assert name.isprintable() and "/" not in name and "\\" not in name, repr(name)
+        assert not name.startswith((".", "-", " ")) and name.endswith(".csv") and len(name.encode()) <= exports.NAME_MAX_BYTES
+    assert "all_benchmark_dataforged line.csv" in written and "rf all_benchmark_data.csv" in written
+    assert not list(tmp_path.glob("escape*")) and not list(out.parent.glob("*.csv"))
+
+
+def test_export_file_names_stay_distinct_and_short():
+    from pipelines.exports.liger_csv import Snapshot, export_names
+
+    snapshots = [Snapshot(f"s{i}/x", path, ("a",), 1) for i, path in enumerate(["d/a\n.csv", "d/a.csv", "d/" + "x" * 400 + ".csv"])]
+    names = export_names(snapshots)
+    assert len(set(names.values())) == 3
+    assert names["s1/x"] == "a.csv" and names["s0/x"].startswith("a-") and names["s0/x"].endswith(".csv")
+    assert all(len(name.encode()) <= 200 for name in names.values())
+    assert export_names(list(reversed(snapshots))) == names

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.cli.cli_output import UserError, check_output_folder, refuse_special_file, write_file, writing
+from pipelines.cli.cli_output import UserError, check_output_folder, refuse_special_file, replace_keeping_mode, write_file, writing
 from pipelines.core import settings
 from pipelines.exports import bmf, liger_csv
 from pipelines.exports.ndjson import EXPORTS
@@ -40,7 +40,7 @@ def export_bmf(args: argparse.Namespace) -> int:
     # write_bmf replaces the folder's .json files, and removes those of GPUs no longer present.
     check_output_folder(out, "*.json")
     with writing(out):
-        written = bmf.write_bmf(warehouse, out)
+        written = bmf.write_bmf(warehouse, out, write=replace_keeping_mode)
     for name, count in written.items():
         print(f"{out / name}: {count} benchmarks")
     return 0
@@ -58,8 +58,8 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> None:
     csv_parser.add_argument(
         "--out",
         default="-",
-        help="the file to write (default: standard output); an existing regular file is replaced, "
-        "anything else (a folder, a symbolic link, a device) is refused",
+        help="the file to write (default: standard output); an existing regular file is replaced and keeps its "
+        "permissions; a read-only file, or anything else (a folder, a symbolic link, a device), is refused",
     )
     csv_parser.set_defaults(func=export_liger_csv)
 
@@ -70,6 +70,7 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     bmf_parser.add_argument(
         "--out",
-        help="a folder (default: WAREHOUSE_DIR/exports/bmf); its .json files are replaced and those of GPUs no longer present removed",
+        help="a folder (default: WAREHOUSE_DIR/exports/bmf); its .json files are replaced (keeping their permissions) and those of "
+        "GPUs no longer present removed; a read-only one is refused",
     )
     bmf_parser.set_defaults(func=export_bmf)

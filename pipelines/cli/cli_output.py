@@ -8,6 +8,7 @@ The commands raise; they do not print their own errors.
 from __future__ import annotations
 
 import contextlib
+import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,10 +92,23 @@ def special_kind(path: Path) -> str | None:
 
 
 def refuse_special_file(path: Path) -> None:
-    """Refuse an output path that holds anything but a regular file: the atomic write would replace it."""
+    """Refuse an output path that holds anything but a writable regular file: the atomic write would replace it
+    (a read-only file too: renaming over it needs only the folder's permission, not the file's)."""
     kind = special_kind(path)
     if kind is not None:
         raise UserError(f"{path} is {kind}, not a regular file: it is left as it is; give the path of a new or regular file")
+    if read_only(path):
+        raise UserError(f"{path} is read-only: it is left as it is; make it writable (chmod u+w) or give another path")
+
+
+def read_only(path: Path) -> bool:
+    """Whether a file is there that its mode, or this user's access, says must not be written (root passes every
+    access check: a file no one may write counts as read-only for root too)."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return not mode & 0o222 or not os.access(path, os.W_OK)
 
 
 @contextlib.contextmanager
@@ -108,10 +122,34 @@ def writing(target: Path) -> Iterator[None]:
 
 
 def write_file(path: Path, data: bytes) -> None:
-    """Write `path` atomically (its folders made), unless something other than a regular file is there."""
+    """Write `path` atomically (its folders made), unless something other than a writable regular file is there."""
     refuse_special_file(path)
     with writing(path):
+        replace_keeping_mode(path, data)
+
+
+def replace_keeping_mode(path: Path, data: bytes) -> None:
+    """Write `path` atomically; a file already there keeps its permissions (and owner, where this user may give
+    it): the new file is made with them before it is renamed into place, never looser for a moment."""
+    try:
+        before = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
         store.write_bytes_atomic(path, data)
+        return
+    tmp = store.temp_path(path)
+    try:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+            with contextlib.suppress(PermissionError):
+                os.fchown(handle.fileno(), before.st_uid, before.st_gid)
+            os.fchmod(handle.fileno(), stat.S_IMODE(before.st_mode))
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    store.fsync_dir(path.parent)
 
 
 def check_output_folder(folder: Path, pattern: str) -> None:
@@ -123,4 +161,4 @@ def check_output_folder(folder: Path, pattern: str) -> None:
         raise UserError(f"{folder} is a file, not a folder: give a folder to write into")
     if folder.is_dir():
         for entry in sorted(folder.glob(pattern)):
-            refuse_special_file(entry)
+            refuse_special_file(entry)  # a read-only one too: it would be replaced, or removed

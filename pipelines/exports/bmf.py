@@ -24,6 +24,7 @@ Each file maps a benchmark name to its measures, in the shape Bencher's
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,8 @@ def file_names(gpu_names: list[str]) -> dict[str, str]:
     return {gpu: f"{name}.json" for gpu, name in display.file_names(gpu_names).items()}
 
 
-def write_bmf(warehouse: Path, out_dir: Path) -> dict[str, int]:
-    """Write one BMF file per GPU into `out_dir`, each atomically; files of GPUs no longer
+def write_bmf(warehouse: Path, out_dir: Path, write: Callable[[Path, bytes], None] = store.write_bytes_atomic) -> dict[str, int]:
+    """Write one BMF file per GPU into `out_dir`, each atomically by `write`; files of GPUs no longer
     present are removed. Returns benchmarks per file."""
     runs = pl.read_parquet(warehouse / "runs.parquet")
     measurements = pl.read_parquet(warehouse / "measurements.parquet")
@@ -81,7 +82,7 @@ def write_bmf(warehouse: Path, out_dir: Path) -> dict[str, int]:
     names = file_names(list(by_gpu))
     for gpu, document in by_gpu.items():
         text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
-        store.write_bytes_atomic(out_dir / names[gpu], text.encode("utf-8"))
+        write(out_dir / names[gpu], text.encode("utf-8"))
     for stale in out_dir.glob("*.json"):
         if stale.name not in names.values():
             stale.unlink()

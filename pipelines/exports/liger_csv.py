@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import polars as pl
 
+from pipelines.core import display
 from pipelines.core.schemas import AS_WRITTEN
 from pipelines.ingest.parse_header import UTF8_BOM
 from pipelines.ingest.parse_layout import render
@@ -207,9 +210,34 @@ def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True) -> bytes:
 
 def export_names(snapshots: list[Snapshot]) -> dict[str, str]:
     """snapshot_id -> the file name of its export: the upstream file's name, or its whole path (`/` as `__`)
-    when two files at head share a name, so that one odd layout upstream never stops the export."""
+    when two files at head share a name, so that one odd layout upstream never stops the export; made safe
+    (`safe_name`), and told apart by a hash where two names become one."""
     names = [s.file_name for s in snapshots]
-    return {s.snapshot_id: s.file_name if names.count(s.file_name) == 1 else s.source_file.replace("/", "__") for s in snapshots}
+    wanted = {s.snapshot_id: s.file_name if names.count(s.file_name) == 1 else s.source_file for s in snapshots}
+    safe = {key: safe_name(name) for key, name in wanted.items()}
+    shared = Counter(safe.values())
+    # A name that was safe as it was keeps it; one that became another's is told apart by its hash.
+    return {key: name if shared[name] == 1 or name == wanted[key] else safe_name(wanted[key], hashed=True) for key, name in safe.items()}
+
+
+# A file name is a few hundred bytes at most on every file system; the rest of a longer one is a hash.
+NAME_MAX_BYTES = 200
+
+
+def safe_name(name: str, hashed: bool = False) -> str:
+    """An upstream file name (or path) as a file name that is safe to write and to show: control and format
+    characters (newlines, escapes, bidirectional overrides) and undecodable bytes dropped, path separators as `__`,
+    no leading dot, dash or space (a hidden file, an option), at most NAME_MAX_BYTES bytes, ending in `.csv`. With
+    `hashed`, or when nothing of the name is left or it was cut, `-<10 hex digits of its sha256>` precedes `.csv`."""
+    kept = "".join(ch for ch in name if unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
+    kept = kept.replace("/", "__").replace("\\", "__").lstrip(".- ").rstrip(". ")
+    stem = kept[: -len(".csv")] if kept.lower().endswith(".csv") else kept
+    budget = NAME_MAX_BYTES - len(".csv") - 1 - display.HASH_CHARS
+    cut = stem.encode("utf-8")[:budget].decode("utf-8", "ignore").rstrip(".- ")
+    if hashed or not cut or cut != stem:
+        digest = display.short_hash(name)
+        return f"{cut}-{digest}.csv" if cut else f"snapshot-{digest}.csv"
+    return f"{stem}.csv"
 
 
 def write_latest(warehouse: Path, out_dir: Path, warn: Callable[[str], None] = lambda message: None) -> dict[str, int]:
