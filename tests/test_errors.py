@@ -248,3 +248,24 @@ def test_an_interrupt_is_one_line_and_exit_130_and_keeps_the_warehouse(tmp_path,
     assert stderr.splitlines()[-1] == "interrupted; the last good warehouse is kept"
     assert "Traceback" not in stderr and "InterruptedError" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert {name: (tmp_path / "warehouse" / f"{name}.parquet").read_bytes() for name in TABLE_NAMES} == tables
+
+
+# --- the ingest job launched without a partition (`dagster job launch -j ingest_everything`) -------------------------
+
+
+def test_the_ingest_job_without_a_partition_fails_saying_what_to_pass(upstream_repo, tmp_path, monkeypatch):
+    import dagster as dg
+    from test_materialize import load_defs
+
+    from pipelines.defs.source.assets import NO_PARTITION
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    definitions = load_defs(monkeypatch, tmp_path / "warehouse", upstream_repo.path, tmp_path / "cache")
+    with dg.instance_for_test() as instance:
+        result = definitions.resolve_job_def("ingest_everything").execute_in_process(instance=instance, raise_on_error=False)
+    [failure] = [event for event in result.all_events if event.is_step_failure]
+    error = failure.step_failure_data.error
+    assert failure.step_key == "raw_snapshots" and error.cls_name == "Failure"
+    assert error.message.strip().endswith(NO_PARTITION) and "\n" not in NO_PARTITION
+    assert '"dagster/partition"' in NO_PARTITION and "python -m pipelines materialize" in NO_PARTITION
+    assert "DagsterInvariantViolationError" not in str(error.to_string())

@@ -24,6 +24,12 @@ from pipelines.storage import store
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
+NO_PARTITION = (
+    "raw_snapshots stages the snapshot partitions a run names, and this run names none: run "
+    "`python -m pipelines materialize` (it chooses them), materialize the partitions from the UI, or launch "
+    """ingest_everything with --tags '{"dagster/partition": "<snapshot id>"}' (or a range: dagster/asset_partition_range_start """
+    "and dagster/asset_partition_range_end)"
+)
 SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)])
 
 
@@ -71,6 +77,9 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
     """One partition per upstream snapshot (commit, file), parsed and normalized into
     `WAREHOUSE_DIR/_staging/`. A run stages the partitions it covers (a range of them, in history
     order) on up to `LIGER_STAGING_WORKERS` processes; the other partitions are not read."""
+    if not (context.has_partition_key or context.has_partition_key_range):
+        # `dagster job launch -j ingest_everything` names none; Dagster's own error would not say what to pass.
+        raise dg.Failure(NO_PARTITION)
     listing = recorded_listing(warehouse.path)
     if listing is None:
         raise dg.Failure("no source listing: materialize upstream_source first")
