@@ -43,9 +43,9 @@ def _use_project_instance() -> None:
 
 def materialize(args: argparse.Namespace) -> int:
     """Materialize every asset in-process with the project's Dagster instance."""
+    _use_project_instance()  # before Dagster's import: a wrong DAGSTER_HOME is said at once
     from pipelines.orchestration.materialize import materialize_all
 
-    _use_project_instance()
     return materialize_all(verbose=args.verbose)
 
 
