@@ -132,3 +132,21 @@ def test_the_readme_documents_every_setting():
     assert len(names) == len(dataclasses.fields(settings.Settings))
     table = (PROJECT_ROOT / "README.md").read_text().split("## Environment variables", 1)[1].split("\n## ", 1)[0]
     assert names <= set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))
+
+
+def test_the_readme_gives_every_numeric_settings_range():
+    table = (PROJECT_ROOT / "README.md").read_text().split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+
+    def row(name: str) -> str:
+        return next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
+
+    assert set(re.findall(r'count\("([A-Z_]+)"', Path(settings.__file__).read_text())) == {
+        "LIGER_STAGING_WORKERS",
+        "LIGER_SENSOR_INTERVAL_S",
+    }
+    assert "From 1 to twice the cores" in row("LIGER_STAGING_WORKERS") and f"at most {settings.MAX_STAGING_WORKERS}" in row(
+        "LIGER_STAGING_WORKERS"
+    )
+    low, high = settings.SENSOR_INTERVAL_RANGE
+    assert f"from {low}" in row("LIGER_SENSOR_INTERVAL_S") and f"to {high}" in row("LIGER_SENSOR_INTERVAL_S")
+    assert "A blank value" in table and "exit code 2" in table
