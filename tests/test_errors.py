@@ -54,6 +54,14 @@ def test_a_damaged_table_is_named_in_one_line_with_the_fix(small_database, tmp_p
     assert verbose.stderr.splitlines()[-1] == line  # the stack first, the line that says what to do last
 
 
+def test_a_damaged_database_is_named_in_one_line_with_the_fix(small_database, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(small_database, warehouse)
+    os.truncate(warehouse / "warehouse.duckdb", 5000)
+    line = assert_one_line(cli(warehouse, "sql", "SELECT count(*) FROM runs"), 1, str(warehouse / "warehouse.duckdb"))
+    assert line.endswith("run `python -m pipelines materialize`, which rebuilds it")
+
+
 def test_a_query_on_standard_input_that_is_not_utf8_is_a_usage_error(small_database):
     env = {**os.environ, "PYTHONPATH": str(settings.PROJECT_ROOT), "WAREHOUSE_DIR": str(small_database)}
     result = subprocess.run(
@@ -150,10 +158,21 @@ def test_a_full_cache_disk_names_the_cache_folder_not_the_source(small_disk, tmp
     assert "LIGER_SOURCE" not in message
 
 
+@pytest.mark.slow
+def test_materialize_on_a_full_cache_disk_names_the_folder(small_disk, tmp_path):
+    repo = bulky_history(tmp_path)
+    process = materialize(tmp_path, str(repo.path), cache=small_disk / "cache")
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 1
+    last = stderr.splitlines()[-1]
+    assert last.startswith(f"failed: upstream_source: no space left on the disk of the cache folder {small_disk / 'cache'}"), stderr
+    assert "LIGER_CACHE_DIR" in last and "LIGER_SOURCE" not in last and "Traceback" not in stderr
+
+
 # --- materialize: a failed run, an interrupt (a whole run each: the slow tier) ---------------------------------------
 
 
-def materialize(tmp_path: Path, source: str, *args: str, script: str | None = None, **popen) -> subprocess.Popen:
+def materialize(tmp_path: Path, source: str, *args: str, script: str | None = None, cache: Path | None = None) -> subprocess.Popen:
     """`python -m pipelines materialize ARGS` (or `script`, which ends by running it) on its own Dagster instance,
     in a session of its own so that a signal reaches its whole process group, as Ctrl-C in a terminal does."""
     home = tmp_path / "dagster-home"
@@ -164,12 +183,12 @@ def materialize(tmp_path: Path, source: str, *args: str, script: str | None = No
         "PYTHONPATH": str(settings.PROJECT_ROOT),
         "DAGSTER_HOME": str(home),
         "WAREHOUSE_DIR": str(tmp_path / "warehouse"),
-        "LIGER_CACHE_DIR": str(tmp_path / "cache"),
+        "LIGER_CACHE_DIR": str(cache or tmp_path / "cache"),
         "LIGER_SOURCE": source,
     }
     command = ["-c", script, *args] if script else ["-m", "pipelines", "materialize", *args]
     return subprocess.Popen(
-        [sys.executable, *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **popen
+        [sys.executable, *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
 
 

@@ -28,6 +28,8 @@ MATERIALIZE = "`python -m pipelines materialize`"
 # Errors a user can act on, each shown as its one-line message: usage errors (and settings) exit 2, the others 1.
 USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, SettingError, db.NoStatement)
 FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error, instance.InstanceTaken)
+# What DuckDB raises on a file that is not what was written: cut short, or bytes that fail their checksum.
+DAMAGE: tuple[type[Exception], ...] = (duckdb.IOException, duckdb.SerializationException)
 UNREADABLE_TABLE: tuple[type[Exception], ...] = (pl.exceptions.PolarsError, pa.ArrowException)
 
 
@@ -66,6 +68,9 @@ def outcome(exc: BaseException, warehouse: Path | None) -> tuple[int, str] | Non
         return 2, f"error: {one_line(str(exc))}"
     if isinstance(exc, UNREADABLE_TABLE) and warehouse is not None:
         return 1, f"error: {damaged_table(warehouse)}"
+    if isinstance(exc, DAMAGE):
+        # DuckDB names the file it could not read (warehouse.duckdb, or a table's Parquet a view reads).
+        return 1, f"error: {one_line(str(exc))}; if that file is damaged, run {MATERIALIZE}, which rebuilds it"
     if isinstance(exc, FAILURES):
         return 1, f"error: {one_line(str(exc))}"
     if isinstance(exc, OSError):  # a file or folder the command could not read or write, named by the error
