@@ -33,7 +33,8 @@ from pipelines.storage import store
 # 2: broken quoting is quarantined, never repaired; schema drift warnings.
 # 3: narrow staged rows (schemas.RUN_ROWS) and each snapshot's workload answers beside them.
 # 4: each snapshot's layout (BOM, line end, blank lines, rows written otherwise): only the file's bytes tell it.
-NORMALIZER_VERSION = 4
+# 5: a latency or peak memory not above zero is quarantined; a file refused whole quarantines each of its lines.
+NORMALIZER_VERSION = 5
 STAGING = "_staging"
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
