@@ -1,9 +1,10 @@
+import os
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.core import settings
+from pipelines.core import instance, settings
 from pipelines.duck import db
 from pipelines.ingest.steps import SourceSettings
 from pipelines.storage import store
@@ -56,6 +57,9 @@ class Warehouse(dg.ConfigurableResource):
 
 def default_warehouse() -> Warehouse:
     current = settings.read()
+    if home := os.environ.get("DAGSTER_HOME"):
+        # The daemon, the webserver and `dg dev` load the definitions on the instance in DAGSTER_HOME.
+        instance.claim(Path(home), current.warehouse_dir)
     return Warehouse(
         warehouse_dir=str(current.warehouse_dir),
         source=current.source,
