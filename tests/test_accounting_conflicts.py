@@ -1,0 +1,89 @@
+"""SPEC section 5: conflicts are shown. A row whose run (key and timestamp) was already seen with other values (a y
+value, the unit or the version) keeps nothing of the run: the run keeps the values first seen, and the row waits in
+quarantine naming both snapshots and what differs, counted as quarantined for its snapshot and absent from
+run_snapshots and from the run's provenance. Every snapshot still rebuilds byte for byte, conflict rows included."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import HEADER, UpstreamRepo, build_warehouse, liger_row
+
+from pipelines.__main__ import main
+from pipelines.assemble import checks, external_sort
+
+DATA = "benchmark/data/all_benchmark_data.csv"
+A = liger_row(x_value="1024")
+A_RERUN = liger_row(x_value="1024", y50="0.7", version="0.6.0")  # the same run (key, timestamp) with another median and version
+B = liger_row(x_value="2048")
+C = liger_row(x_value="4096")
+C_OTHER_UNIT = liger_row(x_value="4096", unit="s")
+D = liger_row(x_value="8192", y80="0.6")
+D_OTHER_P80 = liger_row(x_value="8192", y80="")
+
+
+def text(*rows: str) -> str:
+    return "".join(line + "\r\n" for line in (HEADER, *rows))
+
+
+VERSIONS = [
+    text(A, B, C),
+    text(A_RERUN, B, C_OTHER_UNIT, D),  # rows 1 and 3 conflict with the first version
+    text(A, B, C_OTHER_UNIT, D_OTHER_P80),  # A as first seen again; rows 3 and 4 conflict
+]
+
+
+def history(repo: UpstreamRepo) -> list[str]:
+    """The versions of one file, committed; the commits, oldest first."""
+    return [repo.commit({DATA: version}, f"version {n}", date=f"2025-01-0{n}T00:00:00+00:00") for n, version in enumerate(VERSIONS, 1)]
+
+
+@pytest.mark.parametrize("bucket_rows", [external_sort.BUCKET_ROWS, 2], ids=["one bucket", "buckets of 2 rows"])
+def test_a_conflict_is_quarantined_naming_both_snapshots_and_every_snapshot_rebuilds(
+    upstream_repo, tmp_path, monkeypatch, capsys, bucket_rows
+):
+    # A run's rows meet in one bucket however many there are: a conflict is found across buckets' bounds too.
+    monkeypatch.setattr(external_sort, "BUCKET_ROWS", bucket_rows)
+    commits = history(upstream_repo)
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    snapshots = pl.read_parquet(warehouse / "snapshots.parquet").sort("sequence")
+    first, second, third = snapshots["snapshot_id"].to_list()
+    assert [s.split("/")[0] for s in (first, second, third)] == [c[:12] for c in commits]
+
+    quarantine = pl.read_parquet(warehouse / "quarantine.parquet")
+    held = {(s, n): reason for s, n, reason in quarantine.select("snapshot_id", "row_number", "reason").iter_rows()}
+    assert set(held) == {(second, 1), (second, 3), (third, 3), (third, 4)}
+    runs = pl.read_parquet(warehouse / "runs.parquet")
+    run_of = {r["x_value"]: r for r in runs.iter_rows(named=True)}
+    assert held[second, 1] == (
+        f"conflict: run {run_of['1024']['run_id']} was first seen in {first} with other values "
+        f"(y_value_50: 0.5 there, 0.7 here; liger_version: 0.5.0 there, 0.6.0 here); this row of {second} is not a second run"
+    )
+    assert f"first seen in {first}" in held[second, 3] and "(metric_unit: ms there, s here)" in held[second, 3]
+    assert f"first seen in {first}" in held[third, 3] and f"this row of {third}" in held[third, 3]
+    assert f"first seen in {second}" in held[third, 4] and "(y_value_80: 0.6 there, (empty) here)" in held[third, 4]
+
+    # The runs keep the values first seen; a conflicting row is no row of its run.
+    assert runs.height == 4
+    assert (run_of["1024"]["value"], run_of["1024"]["liger_version"], run_of["4096"]["raw_unit"]) == (500_000.0, "0.5.0", "ms")
+    assert run_of["8192"]["p80"] == 600_000.0
+    provenance = {x: (r["first_seen_snapshot"], r["last_seen_snapshot"], r["in_latest"]) for x, r in run_of.items()}
+    assert provenance == {
+        "1024": (first, third, True),  # the third version holds it as first seen
+        "2048": (first, third, True),
+        "4096": (first, first, False),  # the newest file holds only a conflicting row of it
+        "8192": (second, second, False),
+    }
+    mapped = pl.read_parquet(warehouse / "run_snapshots.parquet")
+    placed = set(mapped.select("snapshot_id", "row_number").iter_rows())
+    assert not placed & set(held) and len(placed) + len(held) == 3 + 4 + 4
+    counts = {r["snapshot_id"]: (r["row_count"], r["accepted"], r["quarantined"]) for r in snapshots.iter_rows(named=True)}
+    assert counts == {first: (3, 3, 0), second: (4, 2, 2), third: (4, 2, 2)}
+    assert checks.snapshot_accounting(warehouse).passed, checks.snapshot_accounting(warehouse).description
+
+    # Each snapshot, exported, is upstream's file byte for byte: the conflicting rows are their quarantined text.
+    monkeypatch.setenv("WAREHOUSE_DIR", str(warehouse))
+    for version, snapshot_id in zip(VERSIONS, (first, second, third)):
+        out = tmp_path / "export.csv"
+        assert main(["export-liger-csv", "--snapshot", snapshot_id, "--out", str(out)]) == 0, capsys.readouterr().err
+        assert out.read_bytes() == version.encode(), snapshot_id
