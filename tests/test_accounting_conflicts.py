@@ -5,12 +5,24 @@ run_snapshots and from the run's provenance. Every snapshot still rebuilds byte 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import polars as pl
 import pytest
 from conftest import HEADER, UpstreamRepo, build_warehouse, liger_row
+from generated_csv import COLUMNS, PROFILE, Row, row_line, rows
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from robustness_tally import trial
+from snapshot_oracle import RAW_FIELD, assemble_and_check, scratch, stage
+from test_properties_history import RUN_KEY_COLUMNS
 
 from pipelines.__main__ import main
 from pipelines.assemble import checks, external_sort
+from pipelines.exports import liger_csv as liger_csv_export
+
+pytest_plugins = ["robustness_report"]
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 A = liger_row(x_value="1024")
@@ -98,3 +110,75 @@ def test_the_real_history_of_both_streams_has_no_conflict_and_nothing_quarantine
     snapshots = pl.read_parquet(upstream_warehouse / "snapshots.parquet")
     assert (snapshots.height, snapshots["row_count"].sum(), snapshots["quarantined"].sum()) == (83, 137_233, 0)
     assert pl.read_parquet(upstream_warehouse / "run_snapshots.parquet").height == 137_233
+
+
+MISSING = ("", "nan", "-nan", "+nan")
+
+
+def measured(values: dict[str, str]) -> tuple:
+    """What a repeat of a run must carry unchanged, read independently of the code under test."""
+
+    def number(text: str) -> float | None:
+        return None if text.strip().lower() in MISSING else float(text)
+
+    return (*(number(values[c]) for c in ("y_value_50", "y_value_20", "y_value_80")), values["metric_unit"], values["liger_version"])
+
+
+@st.composite
+def histories_with_reruns(draw) -> list[list[Row]]:
+    """Versions of one file drawn from a pool of rows, some of them a row again with another p80 or version."""
+    pool = draw(st.lists(rows(), min_size=1, max_size=6))
+    for row in list(pool):
+        if row.expect == "accept" and draw(st.booleans()):
+            values = dict(row.values)
+            if draw(st.booleans()):
+                p80 = measured(values)[2]
+                values["y_value_80"] = repr(p80 * 2 + 1) if p80 is not None else "2e6"
+            else:
+                values["liger_version"] += "-rerun"
+            pool.append(replace(row, values=values))
+    return [
+        [pool[i] for i in draw(st.lists(st.sampled_from(range(len(pool))), unique=True, max_size=8))]
+        for _ in range(draw(st.integers(1, 4)))
+    ]
+
+
+@pytest.mark.slow
+@settings(PROFILE)
+@given(histories_with_reruns())
+def test_any_history_of_reruns_quarantines_exactly_the_conflicts_and_rebuilds(versions: list[list[Row]]):
+    with trial("generated input", "history with runs repeated with other values"), scratch() as folder:
+        warehouse = Path(folder)
+        first: dict[tuple, tuple] = {}
+        expected: dict[tuple[str, int], str] = {}
+        files: dict[str, bytes] = {}
+        for sequence, version in enumerate(versions, 1):
+            lines = [HEADER] + [row_line(row, list(COLUMNS), always_quote=False).decode("utf-8", "surrogateescape") for row in version]
+            data = "\n".join(lines).encode("utf-8", "surrogateescape") + b"\n"
+            meta = stage(warehouse, data, snapshot=f"c{sequence}", sequence=sequence)
+            files[meta.snapshot_id] = data
+            for number, row in enumerate(version, 1):
+                if row.expect != "accept":
+                    continue
+                key = tuple(row.values[c] for c in RUN_KEY_COLUMNS)
+                seen = first.setdefault(key, (measured(row.values), meta.snapshot_id))
+                if seen[0] != measured(row.values):
+                    expected[meta.snapshot_id, number] = seen[1]
+        event("some conflict" if expected else "no conflict")
+        frames = assemble_and_check(warehouse)
+
+        conflicts = frames["quarantine"].filter(pl.col("reason").str.starts_with("conflict:"))
+        found = {(s, n): reason for s, n, reason in conflicts.select("snapshot_id", "row_number", "reason").iter_rows()}
+        assert found.keys() == expected.keys()
+        for (snapshot_id, _), reason in found.items():
+            assert f"first seen in {expected[snapshot_id, _]} " in reason and f"this row of {snapshot_id} " in reason
+        runs = frames["runs"]
+        assert runs.height == len(first)
+        for run in runs.iter_rows(named=True):
+            values = {c: run[RAW_FIELD[c]] or "" for c in COLUMNS}
+            key = tuple(values[c] for c in RUN_KEY_COLUMNS)
+            assert (measured(values), run["first_seen_snapshot"]) == first[key], "a run keeps the values first seen"
+        for snapshot_id, data in files.items():
+            snapshot = liger_csv_export.resolve_snapshot(warehouse, snapshot_id)
+            if not (snapshot.layout or {}).get("inexact"):
+                assert liger_csv_export.rebuild(warehouse, snapshot) == data, snapshot_id
