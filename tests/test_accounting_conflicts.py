@@ -182,3 +182,26 @@ def test_any_history_of_reruns_quarantines_exactly_the_conflicts_and_rebuilds(ve
             snapshot = liger_csv_export.resolve_snapshot(warehouse, snapshot_id)
             if not (snapshot.layout or {}).get("inexact"):
                 assert liger_csv_export.rebuild(warehouse, snapshot) == data, snapshot_id
+
+
+def test_a_conflict_names_its_run_by_the_id_made_unique(tmp_path):
+    # Two runs whose ids coincide (their configs differ only in the dropped key `mode`) each get a suffix; the
+    # conflict of one names that one's id, and neither run's rows lose their place.
+    first = text(liger_row(config='{"mode": "x"}'), liger_row(config="{}")).encode()
+    second = text(liger_row(config='{"mode": "x"}', y50="0.55"), liger_row(config="{}")).encode()
+    metas = [stage(tmp_path, first, "c1", 1), stage(tmp_path, second, "c2", 2)]
+    frames = assemble_and_check(tmp_path)
+    run_of = {"mode" if "mode" in r["raw_config"] else "none": r["run_id"] for r in frames["runs"].iter_rows(named=True)}
+    assert len(set(run_of.values())) == 2 and all("~" in run_id for run_id in run_of.values())
+    [(snapshot_id, row_number, reason)] = frames["quarantine"].select("snapshot_id", "row_number", "reason").rows()
+    assert (snapshot_id, row_number) == ("c2/all_benchmark_data.csv", 1)
+    assert reason.startswith(f"conflict: run {run_of['mode']} was first seen in c1/all_benchmark_data.csv")
+    assert sorted(frames["run_snapshots"].rows()) == sorted(
+        [
+            (run_of["mode"], "c1/all_benchmark_data.csv", 1),
+            (run_of["none"], "c1/all_benchmark_data.csv", 2),
+            (run_of["none"], "c2/all_benchmark_data.csv", 2),
+        ]
+    )
+    for meta, data in zip(metas, (first, second)):
+        assert liger_csv_export.rebuild(tmp_path, liger_csv_export.resolve_snapshot(tmp_path, meta.snapshot_id)) == data
