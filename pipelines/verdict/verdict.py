@@ -1,0 +1,120 @@
+"""A contender judged against the warehouse (SPEC section 9), read-only: one session of warehouse.duckdb."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.core import sql_files
+from pipelines.duck import db
+from pipelines.verdict import judge, noise
+from pipelines.verdict.contender import Contender, read_contender
+
+# The baseline is the median of a series' latest BASELINE_POINTS passed runs.
+BASELINE_POINTS = 3
+RUN_COLUMNS = (
+    "kernel",
+    "pass",
+    "metric",
+    "gpu_name",
+    "workload_slug",
+    "provider",
+    "backend",
+    "baseline_value",
+    "contender_value",
+    "ratio",
+    "verdict",
+    "unit",
+    "baseline_points",
+    "noise",
+    "noise_method",
+    "run_id",
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    contender: Contender
+    warehouse_dir: Path
+    runs: pl.DataFrame  # RUN_COLUMNS and the log_ratio and spread judged, one row per contender run
+    kernels: pl.DataFrame  # judge.KERNELS
+    noise_source: str  # `series_noise` (the statistic) or `estimated here`
+    # Per contender GPU without any history in the warehouse: the GPUs that have its kernels' history.
+    gpus_without_history: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        """`slower` when any kernel is, else `faster` when any is, else `same`, or `no baseline` for nothing judged."""
+        found = set(self.kernels["verdict"].to_list())
+        for word in ("slower", "faster", "same"):
+            if word in found:
+                return word
+        return "no baseline"
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.verdict == "slower" else 0
+
+    def messages(self) -> list[str]:
+        """What a reader must know beside the tables: GPUs with no history, rows left out."""
+        lines = []
+        for gpu, others in self.gpus_without_history.items():
+            where = f"the warehouse has them on {', '.join(others)}" if others else "the warehouse has none of its kernels on any GPU"
+            lines.append(f"no baseline for {gpu}: no history of these kernels on that GPU ({where}); runs are never judged across GPUs")
+        c = self.contender
+        if c.other_gpus:
+            lines.append(f"--gpu left out the runs on {', '.join(c.other_gpus)}")
+        if c.failed:
+            lines.append(f"{c.failed} run(s) without a median (failed upstream) are not judged")
+        if c.quarantined:
+            lines.append(f"{c.quarantined} row(s) the warehouse would quarantine are not judged; the first: {c.quarantine_reason}")
+        return lines
+
+
+def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, backend: str | None = None) -> Verdict:
+    """Read the contender, then judge it in one read-only session of warehouse.duckdb (nothing is written)."""
+    contender = read_contender(Path(csv), backend=backend, gpu=gpu)
+    with db.session(Path(warehouse_dir)) as session:
+        series = contender.runs.select("group_id", "provider", "backend", "kernel", "pass", "metric", "gpu_name").unique()
+        session.con.register("contender_series", series.to_arrow())
+        session.con.register("contender_runs", contender.runs.select("run_id").to_arrow())
+        baselines = _frame(session.query(sql_files.text("verdict/baselines"), {"points": BASELINE_POINTS}))
+        noise_source = "series_noise" if noise.has_series_noise(session) else "estimated here"
+        noise_frame = noise.series_noise(session)
+        history = _frame(session.query(sql_files.text("verdict/gpus_with_history")))
+    runs = judge.judge_runs(contender.runs, _typed(baselines), noise_frame).rename({"value": "contender_value"})
+    return Verdict(
+        contender=contender,
+        warehouse_dir=Path(warehouse_dir),
+        runs=runs,
+        kernels=judge.judge_kernels(runs),
+        noise_source=noise_source,
+        gpus_without_history=_gpus_without_history(contender, history),
+    )
+
+
+def _frame(result: db.Result) -> pl.DataFrame:
+    return pl.DataFrame(result.rows, schema=result.columns, orient="row")
+
+
+def _typed(baselines: pl.DataFrame) -> pl.DataFrame:
+    schema = {
+        "group_id": pl.String,
+        "provider": pl.String,
+        "backend": pl.String,
+        "baseline_value": pl.Float64,
+        "baseline_low": pl.Float64,
+        "baseline_high": pl.Float64,
+        "baseline_points": pl.Int64,
+    }
+    if baselines.is_empty():
+        return pl.DataFrame(schema=schema)
+    return baselines.select(pl.col(name).cast(dtype) for name, dtype in schema.items())
+
+
+def _gpus_without_history(contender: Contender, history: pl.DataFrame) -> dict[str, list[str]]:
+    """Contender GPUs with no passed run of any of its kernels in the warehouse, each with the GPUs that have one."""
+    have = set(history["gpu_name"].to_list()) if history.height else set()
+    return {gpu: sorted(have) for gpu in contender.gpus if gpu not in have}
