@@ -31,9 +31,7 @@ SCHEMA = pl.Schema(
 
 def has_series_noise(session: Session) -> bool:
     """Whether warehouse.duckdb holds the statistic `series_noise` (helper "series" adds it)."""
-    found = session.query(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?", [TABLE]
-    )
+    found = session.query("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?", [TABLE])
     return found.rows[0][0] > 0
 
 
@@ -54,6 +52,9 @@ def series_noise(session: Session) -> pl.DataFrame:
         .then(pl.lit("kernel median"))
         .otherwise(pl.col("method"))
         .alias("method"),
-        pl.when(pl.col("noise").is_null() | ~pl.col("noise").is_finite()).then(pl.col("kernel_noise")).otherwise(pl.col("noise")).alias("noise"),
+        pl.when(pl.col("noise").is_null() | ~pl.col("noise").is_finite())
+        .then(pl.col("kernel_noise"))
+        .otherwise(pl.col("noise"))
+        .alias("noise"),
     )
     return filled.filter(pl.col("noise").is_not_null()).select(SCHEMA.names())

@@ -40,9 +40,9 @@ class Verdict:
     warehouse_dir: Path
     runs: pl.DataFrame  # RUN_COLUMNS and the log_ratio and spread judged, one row per contender run
     kernels: pl.DataFrame  # judge.KERNELS
-    noise_source: str  # `series_noise` (the statistic) or `estimated here`
-    # Per contender GPU without any history in the warehouse: the GPUs that have its kernels' history.
-    gpus_without_history: dict[str, list[str]] = field(default_factory=dict)
+    noise_source: str  # `series_noise` (the statistic) or `estimated` (sql/verdict/series_noise.sql)
+    # (gpu_name, backend) pairs holding history of the contender's kernels.
+    history: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -60,10 +60,19 @@ class Verdict:
     def messages(self) -> list[str]:
         """What a reader must know beside the tables: GPUs with no history, rows left out."""
         lines = []
-        for gpu, others in self.gpus_without_history.items():
-            where = f"the warehouse has them on {', '.join(others)}" if others else "the warehouse has none of its kernels on any GPU"
-            lines.append(f"no baseline for {gpu}: no history of these kernels on that GPU ({where}); runs are never judged across GPUs")
         c = self.contender
+        gpus = sorted({gpu for gpu, _ in self.history})
+        for gpu in c.gpus:
+            if gpu not in gpus:
+                where = f"the warehouse has it on {', '.join(gpus)}" if gpus else "the warehouse has none on any GPU"
+                lines.append(f"no baseline on {gpu}: no history of these kernels on that GPU ({where}); runs are never judged across GPUs")
+        backends = sorted({backend for gpu, backend in self.history if gpu in c.gpus})
+        for backend in sorted(set(c.runs["backend"].to_list())):
+            if backends and backend not in backends:
+                lines.append(
+                    f"no history of backend {backend!r} (from the file name {c.path.name}: benchmark.csv and "
+                    f"all_benchmark_data.csv are triton) on these GPUs; it has {', '.join(backends)}: give --backend"
+                )
         if c.other_gpus:
             lines.append(f"--gpu left out the runs on {', '.join(c.other_gpus)}")
         if c.failed:
@@ -81,9 +90,9 @@ def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, back
         session.con.register("contender_series", series.to_arrow())
         session.con.register("contender_runs", contender.runs.select("run_id").to_arrow())
         baselines = _frame(session.query(sql_files.text("verdict/baselines"), {"points": BASELINE_POINTS}))
-        noise_source = "series_noise" if noise.has_series_noise(session) else "estimated here"
+        noise_source = "series_noise" if noise.has_series_noise(session) else "estimated"
         noise_frame = noise.series_noise(session)
-        history = _frame(session.query(sql_files.text("verdict/gpus_with_history")))
+        history = session.query(sql_files.text("verdict/history")).rows
     runs = judge.judge_runs(contender.runs, _typed(baselines), noise_frame).rename({"value": "contender_value"})
     return Verdict(
         contender=contender,
@@ -91,7 +100,7 @@ def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, back
         runs=runs,
         kernels=judge.judge_kernels(runs),
         noise_source=noise_source,
-        gpus_without_history=_gpus_without_history(contender, history),
+        history=[(gpu, backend) for gpu, backend in history],
     )
 
 
@@ -112,9 +121,3 @@ def _typed(baselines: pl.DataFrame) -> pl.DataFrame:
     if baselines.is_empty():
         return pl.DataFrame(schema=schema)
     return baselines.select(pl.col(name).cast(dtype) for name, dtype in schema.items())
-
-
-def _gpus_without_history(contender: Contender, history: pl.DataFrame) -> dict[str, list[str]]:
-    """Contender GPUs with no passed run of any of its kernels in the warehouse, each with the GPUs that have one."""
-    have = set(history["gpu_name"].to_list()) if history.height else set()
-    return {gpu: sorted(have) for gpu in contender.gpus if gpu not in have}
