@@ -74,6 +74,8 @@ def _normalized(data: bytes, snapshot_id: str) -> tuple[pl.DataFrame, pl.DataFra
                 count += records.height
         except FastPathRefused:
             continue  # a row the fast reader cannot take whole: read it all again with the careful one
+        if not rows:
+            raise NotLigerCsv("it has a header but no rows: nothing to judge")
         return pl.concat(rows), pl.concat(quarantine), cache, count
     raise AssertionError("the careful reader never refuses a file")
 
@@ -88,8 +90,6 @@ def read_contender(path: Path, backend: str | None = None, gpu: str | None = Non
         rows, quarantine, cache, count = _normalized(data, snapshot_id)
     except NotLigerCsv as exc:
         raise BadContender(f"{path} is not a Liger benchmark CSV: {exc}") from None
-    if count == 0:
-        raise BadContender(f"{path} has a header but no rows: nothing to judge")
     sources = pl.DataFrame(
         [(snapshot_id, str(path), path.name, STREAM, backend or backend_of(path.name, STREAM), None, None)],
         schema={
