@@ -19,14 +19,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, git, require_real
+from conftest import build_warehouse, git
 
 from pipelines.__main__ import main
 from pipelines.duck import database_build
-from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
-from pipelines.storage import store
 
-UPSTREAM = SHARED / "liger-data" / "liger-upstream.bundle"
 RERUN = "benchmarks/0a62700/benchmark.csv"
 TWIN = "benchmarks/0a62700-v0.6.4/benchmark.csv"
 SLOWED = "kl_div"  # a kernel whose Triton liger speed series are calm enough to see 20%
@@ -35,12 +32,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def history_before_rerun(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def history_before_rerun(upstream_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(warehouse.duckdb's folder built from both streams as they stood before the rerun, the rerun's CSV)."""
-    bundle = require_real(UPSTREAM)
     root = tmp_path_factory.mktemp("verdict-real")
     repo = root / "upstream.git"
-    subprocess.run(["git", "clone", "--quiet", "--mirror", str(bundle), str(repo)], check=True)
+    subprocess.run(["git", "clone", "--quiet", "--mirror", str(upstream_bundle), str(repo)], check=True)
     added = git(repo, "log", "--format=%H", "--diff-filter=A", "gh-pages", "--", RERUN).splitlines()[-1]
     published = git(repo, "show", "-s", "--format=%cI", added)
     git(repo, "update-ref", "refs/heads/gh-pages", f"{added}^")
@@ -51,13 +47,8 @@ def history_before_rerun(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     contender.parent.mkdir()
     contender.write_bytes(subprocess.run(["git", "show", f"{added}:{RERUN}"], cwd=repo, capture_output=True, check=True).stdout)
 
-    warehouse = root / "warehouse"
-    settings = SourceSettings(str(repo), "main", "benchmark/data/all_benchmark_data*.csv", root / "cache", streams=("data", "ci"))
-    with store.writer_lock(warehouse):
-        listing = sync(warehouse, settings)
-        stage_new(warehouse, settings, listing)
-        build_tables(warehouse, listing)
-        database_build.build_database(warehouse, ("huggingface", "torch"))
+    warehouse = build_warehouse(root / "warehouse", str(repo), root / "cache", streams=("data", "ci"))
+    database_build.build_database(warehouse, ("huggingface", "torch"))
     return warehouse, contender
 
 
