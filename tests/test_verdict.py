@@ -302,3 +302,14 @@ def test_verdict_job_logs_and_records_the_markdown(warehouse: Path, tmp_path: Pa
             raise_on_error=False,
         )
         assert not failed.success
+
+
+def test_a_warehouse_without_backends_cannot_judge(capsys, warehouse: Path, tmp_path: Path) -> None:
+    """A warehouse.duckdb from before two streams (no runs.backend) gives no verdict (exit 2), never "slower"."""
+    copy = tmp_path / "old"
+    copy.mkdir()
+    (copy / "warehouse.duckdb").write_bytes((warehouse / "warehouse.duckdb").read_bytes())
+    with duckdb.connect(str(copy / "warehouse.duckdb")) as con:
+        con.execute("ALTER TABLE runs DROP COLUMN backend")
+    code, out, err = verdict(capsys, copy, write_contender(tmp_path / "c", contender_values()))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "materialize" in err

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import duckdb
+
 from pipelines.cli.cli_output import UsageError
 from pipelines.core import settings
 from pipelines.duck import db
@@ -50,5 +52,9 @@ def run_verdict(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except db.WarehouseMissing as exc:
         raise UsageError(f"{exc}; nothing to judge against: run `python -m pipelines materialize`, or set WAREHOUSE_DIR") from None
+    except duckdb.Error as exc:  # a file of an older warehouse (no runs.backend) or a damaged one: no verdict, not "slower"
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        path = db.database_path(warehouse)
+        raise UsageError(f"cannot judge against {path}: {first}; rebuild it with `python -m pipelines materialize`") from None
     print(RENDERERS[args.format](verdict))
     return verdict.exit_code

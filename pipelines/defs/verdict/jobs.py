@@ -1,4 +1,5 @@
 import dagster as dg
+from pydantic import Field
 
 from pipelines.defs.resources import Warehouse
 from pipelines.duck import db
@@ -10,9 +11,9 @@ from pipelines.verdict.verdict import judge_contender
 class VerdictConfig(dg.Config):
     """Which CSV to judge, as `python -m pipelines verdict` takes it."""
 
-    csv: str  # the contender CSV's path, on the machine the run executes on
-    gpu: str = ""  # judge only the contender's runs on this GPU; empty: all of them
-    backend: str = ""  # the backend the contender was built for; empty: from its file name
+    csv: str = Field(description="the contender CSV's path, on the machine the run executes on")
+    gpu: str = Field(default="", description="judge only the contender's runs on this GPU (a filter); empty: all of them")
+    backend: str = Field(default="", description="the backend the contender was built for; empty: from its file name")
 
 
 @dg.op(tags={"kind": "verdict"})
