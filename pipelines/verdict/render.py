@@ -40,12 +40,14 @@ RUN_HEADER = ["verdict", "kernel", "pass", "metric", "workload", "provider", "ba
 HUMAN = {"ns": (1e6, "ms"), "bytes": (2**20, "MiB")}
 
 
-def method_line(verdict: Verdict) -> str:
+def method_line(verdict: Verdict, local: bool = True) -> str:
+    """How it was judged; `local` names the warehouse's folder (a pull request comment does not)."""
+    where = f" in {verdict.warehouse_dir}" if local else ""
     source = "the table series_noise" if verdict.noise_source == "series_noise" else "estimated from each series' history"
     return (
-        f"Baseline: each series' latest {BASELINE_POINTS} runs on the same GPU in {verdict.warehouse_dir}; ratio = their median / "
+        f"Baseline: each series' latest {BASELINE_POINTS} runs on the same GPU{where}; ratio = their median / "
         f"contender (above 1: faster or leaner). A run is slower or faster when it leaves their range by more than "
-        f"{judge.RUN_Z:g} times the series' noise, {source}."
+        f"{judge.RUN_Z:g} x sqrt(2) x the series' noise of one run, {source}."
     )
 
 
@@ -55,11 +57,11 @@ def headline(verdict: Verdict) -> str:
     return f"{verdict.verdict.upper()}: {verdict.kernels.height} kernels ({parts})"
 
 
-def contender_line(verdict: Verdict) -> str:
+def contender_line(verdict: Verdict, local: bool = True) -> str:
     c = verdict.contender
     judged = verdict.runs.filter(pl.col("ratio").is_not_null()).height
     backends = ", ".join(sorted(set(c.runs["backend"].to_list())))
-    return f"Contender: {c.path} ({c.runs.height} runs, {judged} with a baseline) on {', '.join(c.gpus)}, backend {backends}"
+    return f"Contender: {c.path if local else c.path.name} ({c.runs.height} runs, {judged} with a baseline) on {', '.join(c.gpus)}, backend {backends}"
 
 
 def _human(value: float | None, unit: str) -> str:
@@ -171,7 +173,7 @@ def render_markdown(verdict: Verdict) -> str:
     notes = "".join(f"\n- {display.shorten(line, 500)}" for line in verdict.messages())
     parts = [
         f"### Benchmark verdict: {headline(verdict)}",
-        display.shorten(f"{contender_line(verdict)}.", 500) + f"\n{method_line(verdict)}{notes}",
+        display.shorten(f"{contender_line(verdict, local=False)}.", 500) + f"\n{method_line(verdict, local=False)}{notes}",
     ]
     left = MARKDOWN_BUDGET - sum(len(p) for p in parts) - 1000  # the headings and folds below
 
