@@ -313,3 +313,16 @@ def test_a_warehouse_without_backends_cannot_judge(capsys, warehouse: Path, tmp_
         con.execute("ALTER TABLE runs DROP COLUMN backend")
     code, out, err = verdict(capsys, copy, write_contender(tmp_path / "c", contender_values()))
     assert code == 2 and out == "" and err.count("\n") == 1 and "materialize" in err
+
+
+def test_rows_the_ingest_would_quarantine_or_failed_runs_are_named_not_judged(capsys, warehouse: Path, tmp_path: Path) -> None:
+    """The contender goes through the ingest's careful reader too: a broken row is left out and said, as a failed run is."""
+    path = write_contender(tmp_path, contender_values())
+    failed = liger_row(provider="torch", x_value="65536", y50="nan", y20="", y80="", gpu=GPU, timestamp="2025-02-01 10:00:00")
+    path.write_text(path.read_text() + "rms_norm,liger,forward,broken\n" + failed + "\n")
+    code, document = as_json(capsys, warehouse, path)
+    assert code == 0
+    assert len(document["runs"]) == len(SHAPES) * len(BASE_MS)
+    assert {run["verdict"] for run in document["runs"]} == {"same"}
+    assert any(m.startswith("1 row(s) the warehouse would quarantine") for m in document["messages"])
+    assert any(m.startswith("1 run(s) without a median") for m in document["messages"])
