@@ -104,7 +104,7 @@ def test_a_rerun_of_the_latest_code_is_the_same(capsys, warehouse: Path, tmp_pat
         assert run[field] is not None, field
     assert run["backend"] == "triton" and run["unit"] == "ns" and run["baseline_points"] == 3
     assert run["ratio"] == pytest.approx(run["baseline_value"] / run["contender_value"])
-    assert run["noise"] > 0 and run["noise_method"] in ("successive", "reruns")
+    assert run["noise"] > 0 and run["noise_method"]
 
 
 def test_a_provider_made_slower_at_every_shape_fails(capsys, warehouse: Path, tmp_path: Path) -> None:

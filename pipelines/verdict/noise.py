@@ -39,7 +39,7 @@ def series_noise(session: Session) -> pl.DataFrame:
     """The noise of every series of the contender's kernels (the registered `contender_series`) on their
     GPUs: SCHEMA, one row per (group_id, provider, backend); `noise` is the standard deviation of ln(value)
     of one run (0.05 is about 5%), never null: a series without an estimate of its own takes the median of
-    its kernel's series on that GPU and backend (`method` `kernel median`), else null rows are dropped."""
+    its kernel's series on that GPU and backend (`method` `pooled`), else null rows are dropped."""
     if has_series_noise(session):
         result = session.query(sql_files.text("verdict/series_noise_table"))
     else:
@@ -49,7 +49,7 @@ def series_noise(session: Session) -> pl.DataFrame:
     typical = known.group_by(KERNEL_KEY).agg(pl.col("noise").median().alias("kernel_noise"))
     filled = own.join(typical, on=KERNEL_KEY, how="left", nulls_equal=True).with_columns(
         pl.when(pl.col("noise").is_null() | ~pl.col("noise").is_finite())
-        .then(pl.lit("kernel median"))
+        .then(pl.lit("pooled"))
         .otherwise(pl.col("method"))
         .alias("method"),
         pl.when(pl.col("noise").is_null() | ~pl.col("noise").is_finite())

@@ -4,7 +4,7 @@
 -- so a short series can borrow its kernel's typical noise (pipelines/verdict/noise.py).
 -- noise is the standard deviation of ln(value) of one run, from two robust
 -- spreads of the series' passed runs (observed_at order, ties by run_id):
--- - `successive`: 1.4826 * median |ln v_i - ln v_(i-1)| / sqrt(2): the MAD of
+-- - `consecutive`: 1.4826 * median |ln v_i - ln v_(i-1)| / sqrt(2): the MAD of
 --   the differences of consecutive runs, as a normal sigma of one run (a
 --   difference of two runs has sqrt(2) times its spread); a step in the series
 --   moves one difference only, so a code change barely moves it;
@@ -43,7 +43,7 @@ points AS (
         AND r.run_id NOT IN (SELECT run_id FROM contender_runs)
 ),
 
-successive AS (
+consecutive AS (
     SELECT
         group_id,
         provider,
@@ -99,7 +99,7 @@ SELECT
     CASE
         WHEN s.n_steps + coalesce(r.n_pairs, 0) < $min_pairs THEN NULL
         WHEN r.noise > s.noise THEN 'reruns'
-        ELSE 'successive'
+        ELSE 'consecutive'
     END AS method
-FROM successive AS s
+FROM consecutive AS s
 LEFT JOIN reruns AS r USING (group_id, provider, backend)
