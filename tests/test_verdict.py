@@ -248,7 +248,7 @@ def test_the_series_noise_table_is_used_once_there(capsys, warehouse: Path, tmp_
         (copy / name).write_bytes((warehouse / name).read_bytes())
     with duckdb.connect(str(copy / "warehouse.duckdb")) as con:
         con.execute(
-            "CREATE TABLE series_noise AS SELECT group_id, provider, backend, count(*) AS n_points, 0.5 AS noise, "
+            "CREATE OR REPLACE TABLE series_noise AS SELECT group_id, provider, backend, count(*) AS n_points, 0.5 AS noise, "
             "'test' AS method FROM runs GROUP BY ALL"
         )
     slower = write_contender(tmp_path / "contender", contender_values({("liger", s): 1.3 for s in SHAPES}))
