@@ -217,7 +217,8 @@ def render_json(verdict: Verdict) -> str:
         "baseline": {"points": BASELINE_POINTS, "run_z": judge.RUN_Z, "kernel_alpha": judge.KERNEL_ALPHA, "noise": verdict.noise_source},
         "messages": verdict.messages(),
         "runs": [
-            {k: _plain(v) for k, v in row.items()} for row in verdict.runs.select(*RUN_COLUMNS, "outside", "spread").iter_rows(named=True)
+            {k: _plain(v) for k, v in row.items()}
+            for row in verdict.runs.select(*RUN_COLUMNS, "baseline_low", "baseline_high", "outside", "spread").iter_rows(named=True)
         ],
         "kernels": [{k: _plain(v) for k, v in row.items()} for row in verdict.kernels.iter_rows(named=True)],
     }

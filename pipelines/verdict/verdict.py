@@ -12,7 +12,7 @@ from pipelines.duck import db
 from pipelines.verdict import judge, noise
 from pipelines.verdict.contender import Contender, read_contender
 
-# The baseline is the median of a series' latest BASELINE_POINTS passed runs.
+# A run's baseline: its series' latest BASELINE_POINTS passed runs (their median, their range).
 BASELINE_POINTS = 3
 RUN_COLUMNS = (
     "kernel",
@@ -38,7 +38,7 @@ RUN_COLUMNS = (
 class Verdict:
     contender: Contender
     warehouse_dir: Path
-    runs: pl.DataFrame  # RUN_COLUMNS and the log_ratio and spread judged, one row per contender run
+    runs: pl.DataFrame  # RUN_COLUMNS and what judged them (baseline_low, baseline_high, outside, spread), one row per run
     kernels: pl.DataFrame  # judge.KERNELS
     noise_source: str  # `series_noise` (the statistic) or `estimated` (sql/verdict/series_noise.sql)
     # (gpu_name, backend) pairs holding history of the contender's kernels.
