@@ -14,6 +14,7 @@ from pipelines.cli.cli_exports import add_export_parser
 from pipelines.cli.cli_output import GuardedStream, StandardOutputError, UserError
 from pipelines.cli.cli_queries import add_compare_parser, add_sql_parser
 from pipelines.cli.cli_report import add_report_parser
+from pipelines.cli.cli_verdict import add_verdict_parser
 from pipelines.core import instance, settings
 
 VERBOSE_HELP = "on an error, also print its stack (before the one line that says what to do)"
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(commands)
     add_export_parser(commands)
     add_report_parser(commands)
+    add_verdict_parser(commands)
     # Before the command or after it: `python -m pipelines --verbose CMD` and `python -m pipelines CMD --verbose`.
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     for command in commands.choices.values():

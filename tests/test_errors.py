@@ -108,7 +108,12 @@ def test_a_dagster_home_that_is_not_a_folder_is_named(tmp_path, monkeypatch):
 def test_verbose_is_taken_before_and_after_every_command():
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # every subcommand, as --help lists them
-    minimal = {"show-run": ["x"], "compare": ["--kernel", "k", "--gpu", "g"], "export-liger-csv": ["--snapshot", "latest"]}
+    minimal = {
+        "show-run": ["x"],
+        "compare": ["--kernel", "k", "--gpu", "g"],
+        "export-liger-csv": ["--snapshot", "latest"],
+        "verdict": ["x.csv"],
+    }
     for command in commands:
         rest = minimal.get(command, [])
         assert parser.parse_args([command, *rest]).verbose is False
