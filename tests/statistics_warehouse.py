@@ -34,8 +34,10 @@ def run(
     interval: tuple[float, float] | None = None,
     status: str = "passed",
     version: str = "0.2",
+    backend: str = "triton",
 ) -> dict:
-    """One run row; p20 = p80 = value (no noise) unless `interval` says otherwise."""
+    """One run row; p20 = p80 = value (no noise) unless `interval` says otherwise. `backend` names the file it
+    comes from as upstream does (`all_benchmark_data_<backend>.csv`; `triton`'s is `all_benchmark_data.csv`)."""
     fixed = {"hidden": 4096} if fixed is None else fixed
     x_key, x_value = x
     params = {**fixed, x_key: x_value}
@@ -44,7 +46,7 @@ def run(
     p20, p80 = interval or (value, value)
     unit = unit or {"speed": "ns", "memory": "bytes"}[metric]
     return {
-        "run_id": run_id or f"{kernel}/{pass_}/{metric}/{provider}/{gpu}/{slug}/{observed}",
+        "run_id": run_id or f"{kernel}/{pass_}/{metric}/{provider}/{backend}/{gpu}/{slug}/{observed}",
         "kernel": kernel,
         "provider": provider,
         "pass": pass_,
@@ -68,6 +70,9 @@ def run(
         "x_key": x_key,
         "sweep_workload": canonical.canonical_json(fixed),
         "sweep_digest": canonical.digest(fixed),
+        "source_file": "all_benchmark_data.csv" if backend == "triton" else f"all_benchmark_data_{backend}.csv",
+        "backend": backend,
+        "stream": "data",
     }
 
 
