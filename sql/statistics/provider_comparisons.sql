@@ -44,54 +44,59 @@ WITH latest AS NOT MATERIALIZED (
     WHERE rowid IN (SELECT latest_row FROM latest_runs)
 ),
 
--- Per group, the baseline provider (arg_min skips providers not in the list:
--- their place is null), the latest runs of the listed providers, and every
--- latest value, to rank against.
+-- Per group: the baseline provider (arg_min skips providers not in the list:
+-- their place is null); its default run, of `triton` else of the backend
+-- first by name; the listed providers' runs of other backends, to find a
+-- row's own backend in (null without any: with one backend, the common case,
+-- nothing is searched); and every latest value, to rank against.
 groups AS (
     SELECT
         group_id,
         arg_min(provider, baseline_place) AS baseline_provider,
+        min(baseline_place) AS baseline_place,
+        arg_min(
+            {
+                'backend': backend,
+                'place': baseline_place,
+                'run_id': run_id,
+                'value': value,
+                'p20': p20,
+                'p80': p80,
+                'sigma_log': sigma_log
+            },
+            {'place': baseline_place, 'not_triton': backend <> 'triton', 'backend': backend}
+        ) FILTER (WHERE baseline_place IS NOT NULL) AS default_baseline,
         list({
             'backend': backend,
-            'provider': provider,
+            'place': baseline_place,
             'run_id': run_id,
             'value': value,
             'p20': p20,
             'p80': p80,
             'sigma_log': sigma_log
-        }) FILTER (WHERE baseline_place IS NOT NULL) AS listed,
+        }) FILTER (WHERE baseline_place IS NOT NULL AND backend <> 'triton') AS other_backends,
         list(value) AS group_values
     FROM latest
     GROUP BY group_id
 ),
 
--- The baseline provider's implementations, one per backend, in backend order
--- (backend is the struct's first field).
-baselines AS (
-    SELECT
-        group_id,
-        baseline_provider,
-        list_sort(list_filter(listed, lambda implementation: implementation.provider = baseline_provider)) AS implementations,
-        group_values
-    FROM groups
-),
-
 paired AS (
     SELECT
         latest.* EXCLUDE (baseline_place),
-        baselines.baseline_provider,
+        groups.baseline_provider,
         CASE
-            -- The common case, one backend: no search.
-            WHEN len(implementations) = 1 THEN implementations[1]
+            WHEN other_backends IS NULL OR latest.backend = default_baseline.backend THEN default_baseline
             ELSE coalesce(
-                list_filter(implementations, lambda implementation: implementation.backend = latest.backend)[1],
-                list_filter(implementations, lambda implementation: implementation.backend = 'triton')[1],
-                implementations[1]
+                list_filter(
+                    other_backends,
+                    lambda other: other.place = groups.baseline_place AND other.backend = latest.backend
+                )[1],
+                default_baseline
             )
         END AS baseline,
-        baselines.group_values
+        groups.group_values
     FROM latest
-    JOIN baselines USING (group_id)
+    JOIN groups USING (group_id)
 ),
 
 ratios AS (
