@@ -57,11 +57,11 @@ best AS (
         count(DISTINCT provider) AS n_providers,
         count(*) AS n_implementations,
         any_value(baseline_provider) AS baseline_provider,
-        min({'provider': provider, 'backend': backend}) FILTER (WHERE rank = 1) AS best_implementation,
         min(value) AS best_value,
-        arg_min_null(
-            {'ratio': ratio, 'baseline_backend': baseline_backend}, {'provider': provider, 'backend': backend}
-        ) FILTER (WHERE rank = 1) AS best_baseline
+        arg_min(
+            {'provider': provider, 'backend': backend, 'ratio': ratio, 'baseline_backend': baseline_backend},
+            {'provider': provider, 'backend': backend}
+        ) FILTER (WHERE rank = 1) AS winner
     FROM provider_comparisons
     GROUP BY group_id
 )
@@ -75,11 +75,11 @@ SELECT
     summary.* EXCLUDE (group_id, n_runs),
     unit,
     baseline_provider,
-    best_implementation.provider AS best_provider,
-    best_implementation.backend AS best_backend,
+    winner.provider AS best_provider,
+    winner.backend AS best_backend,
     best_value,
-    best_baseline.ratio AS best_ratio,
-    best_baseline.baseline_backend AS best_baseline_backend
+    winner.ratio AS best_ratio,
+    winner.baseline_backend AS best_baseline_backend
 FROM described
 JOIN summary USING (group_id)
 JOIN versions USING (group_id)
