@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import test_security
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
+from fault_harness import survivors
 from test_cli import assert_one_line, cli
 
 from pipelines.__main__ import build_parser
@@ -272,6 +273,7 @@ def test_an_interrupt_is_one_line_and_exit_130_and_keeps_the_warehouse(tmp_path,
     assert stderr.splitlines()[-1] == "interrupted; the last good warehouse is kept"
     assert "Traceback" not in stderr and "InterruptedError" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert {name: (tmp_path / "warehouse" / f"{name}.parquet").read_bytes() for name in TABLE_NAMES} == tables
+    assert survivors(tmp_path / "warehouse") == [], "a process of the interrupted run (Dagster's log relay, a worker) lives on"
 
 
 # --- the ingest job launched without a partition (`dagster job launch -j ingest_everything`) -------------------------
@@ -293,3 +295,31 @@ def test_the_ingest_job_without_a_partition_fails_saying_what_to_pass(upstream_r
     assert error.message.strip().endswith(NO_PARTITION) and "\n" not in NO_PARTITION
     assert '"dagster/partition"' in NO_PARTITION and "python -m pipelines materialize" in NO_PARTITION
     assert "DagsterInvariantViolationError" not in str(error.to_string())
+
+
+@pytest.mark.slow
+def test_an_interrupt_while_workers_stage_is_one_line(tmp_path):
+    """Ctrl-C reaches the staging workers too: they leave it to the run, which stops them and says so in one line."""
+    import signal
+    import time
+
+    repo = UpstreamRepo(tmp_path / "upstream")
+    for commit in range(6):
+        rows = [liger_row(x_value=str(k), timestamp=f"2025-01-0{commit + 1} 10:00:00") for k in range(20_000)]
+        repo.commit({DATA: liger_csv(*rows)}, f"commit {commit}")
+    os.environ["LIGER_STAGING_WORKERS"] = "2"
+    try:
+        process = materialize(tmp_path, str(repo.path))
+    finally:
+        del os.environ["LIGER_STAGING_WORKERS"]
+    deadline = time.monotonic() + 120
+    while len([p for p in survivors(tmp_path / "warehouse", 0) if "spawn_main" in p]) < 2:
+        assert process.poll() is None and time.monotonic() < deadline, "the staging workers never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # into the staging itself, past the workers' start
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == "interrupted; the last good warehouse is kept"
+    assert "Traceback" not in stderr and "BrokenProcessPool" not in stderr, stderr
+    assert survivors(tmp_path / "warehouse") == []
