@@ -230,13 +230,13 @@ def safe_name(name: str, hashed: bool = False) -> str:
     `hashed`, or when nothing of the name is left or it was cut, `-<10 hex digits of its sha256>` precedes `.csv`."""
     kept = "".join(ch for ch in name if unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
     kept = kept.replace("/", "__").replace("\\", "__").lstrip(".- ").rstrip(". ")
-    stem = kept[: -len(".csv")] if kept.lower().endswith(".csv") else kept
-    budget = NAME_MAX_BYTES - len(".csv") - 1 - display.HASH_CHARS
+    stem, suffix = (kept[:-4], kept[-4:]) if kept.lower().endswith(".csv") else (kept, ".csv")
+    budget = NAME_MAX_BYTES - len(suffix) - 1 - display.HASH_CHARS
     cut = stem.encode("utf-8")[:budget].decode("utf-8", "ignore").rstrip(".- ")
     if hashed or not cut or cut != stem:
         digest = display.short_hash(name)
-        return f"{cut}-{digest}.csv" if cut else f"snapshot-{digest}.csv"
-    return f"{stem}.csv"
+        return f"{cut}-{digest}{suffix}" if cut else f"snapshot-{digest}{suffix}"
+    return stem + suffix
 
 
 def write_latest(warehouse: Path, out_dir: Path, warn: Callable[[str], None] = lambda message: None) -> dict[str, int]:
