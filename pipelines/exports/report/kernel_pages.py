@@ -14,7 +14,7 @@ import polars as pl
 from pipelines.exports.report import changes_page, html, implementations, scorecards
 from pipelines.exports.report.history_site import MIN_COMMITS, HistoryChart
 from pipelines.exports.report.html import link, text
-from pipelines.exports.report.pages import TITLE, GpuSection, Site, freshness, gpu_anchor, metric_label
+from pipelines.exports.report.pages import TITLE, GpuSection, Site, freshness_sentence, gpu_anchor, metric_label
 from pipelines.exports.report.staleness import Newest
 
 ROOT = "../"
@@ -45,9 +45,7 @@ def kernel_page(site: Site, view: KernelView) -> str:
         f"<p>{view.total_runs} runs on {len(view.sections)} GPUs. GPUs: "
         + ", ".join(f'<a href="#{gpu_anchor(s.gpu)}">{text(s.gpu)}</a>' for s in view.sections)
         + ' · <a href="#history">history</a> · <a href="#change-points">change points</a> · <a href="#runs">runs</a></p>',
-        f'<p class="{"note" if stale else "muted"}">Newest data: '
-        + "; ".join(freshness(n) + (f" ({text(n.sentence().split(', ', 1)[1])})" if n.stale else "") for n in view.newest)
-        + ".</p>",
+        f'<p class="{"note" if stale else "muted"}">Newest data: ' + "; ".join(freshness_sentence(n) for n in view.newest) + ".</p>",
         '<h2 id="history">History over the benchmarked commits</h2>',
         _histories(view),
         '<h2 id="change-points">Change points</h2>',

@@ -76,6 +76,16 @@ def freshness(newest: Newest) -> str:
     return f'{text(newest.stream_name)}: {text(day)} <strong class="stale" title="{text(newest.sentence())}">stale</strong>'
 
 
+def freshness_sentence(newest: Newest) -> str:
+    """A kernel's newest run in one stream, and when stale how far behind the stream it is."""
+    day = newest.newest.strftime("%Y-%m-%d")
+    sentence = f"{text(newest.stream_name)}: newest run {text(day)}"
+    if newest.stale:
+        end = newest.stream_newest.strftime("%Y-%m-%d")
+        sentence += f', <strong class="stale">stale</strong>: {newest.days_behind} days before that stream\'s newest run ({text(end)})'
+    return sentence
+
+
 def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric)
 
