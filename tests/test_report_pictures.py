@@ -11,6 +11,7 @@ from report_reading import SVG, assert_drawn_inside, column, dots, path_points, 
 
 from pipelines.duck import db
 from pipelines.exports.report import heatmaps, sweeps, timeline
+from pipelines.exports.report.implementations import Style
 
 pytest_plugins = ["report_reading"]
 
@@ -34,7 +35,7 @@ def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pa
     [charts_expected] = column(
         real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT kernel, gpu_name, pass, metric FROM provider_comparisons)"
     )
-    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels"]
+    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels" and not p.name.startswith("history-")]
     assert len(kernel_charts) == charts_expected
     for chart in kernel_charts:
         texts = svg_texts(read_svg(chart.read_bytes()))
@@ -45,20 +46,22 @@ def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pa
     assert not list(real_report.folder.rglob("*.png"))
 
 
-def test_a_sweep_chart_shows_its_providers_x_values_and_unit(real_report, real_warehouse):
+def test_a_sweep_chart_shows_its_implementations_x_values_and_unit(real_report, real_warehouse):
     kernel, gpu = "fused_add_rms_norm", "NVIDIA B200"
+    # Every implementation (provider · backend) with a passed run there, the cuTile file's among them.
     rows = db.query(
         real_warehouse,
-        f"""SELECT DISTINCT pc.provider, runs.x_value FROM provider_comparisons AS pc JOIN runs USING (run_id)
-            WHERE pc.kernel = '{kernel}' AND pc.gpu_name = '{gpu}' AND pc.pass = 'full' AND pc.metric = 'speed'""",
+        f"""SELECT DISTINCT provider || ' · ' || backend, x_value FROM runs WHERE status = 'passed'
+            AND kernel = '{kernel}' AND gpu_name = '{gpu}' AND pass = 'full' AND metric = 'speed'""",
     ).rows
     assert rows
     chart = real_report.folder / "img" / "kernels" / kernel / "nvidia-b200-full-speed.svg"
     root = read_svg(chart.read_bytes())
     texts = svg_texts(root)
-    assert {provider for provider, _ in rows} <= set(texts)
+    assert {name for name, _ in rows} <= set(texts)
+    assert {"liger_cutile_fused_add_rms_norm · cutile", "liger_triton_fused_add_rms_norm · cutile"} <= {name for name, _ in rows}
     assert {x for _, x in rows} <= set(texts)
-    assert "latency (ms)" in texts
+    assert "latency (ms)" in texts and "liger:" in texts
     # The y tick labels are numbers, and there are at least two per panel.
     assert sum(bool(re.fullmatch(r"\d+(\.\d+)?", text)) for text in texts) >= len({x for _, x in rows}) + 4
 
@@ -103,7 +106,7 @@ def test_a_sweep_chart_draws_each_point_where_its_value_is():
         ],
     )
     colors = {"liger": "#1f77b4", "torch": "#ff7f0e"}
-    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", colors).markup)
+    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", {k: Style(c) for k, c in colors.items()}).markup)
     assert_drawn_inside(root)
     texts = svg_texts(root)
     assert {"hidden · batch=8", "hidden", "latency (ms)", "ratio to baseline", "liger", "torch", *xs} <= set(texts)
@@ -138,7 +141,7 @@ def test_a_narrow_sweep_gets_a_linear_axis_and_named_categories_their_order():
             sweeps.Series("liger", ["llama_3_8b", "qwen2.5_7b"], [1.0, 1.5], [None, None], [None, None], [2.0, 1.0]),
         ],
     )
-    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", {"liger": "#1f77b4"}).markup)
+    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", {"liger": Style("#1f77b4")}).markup)
     texts = svg_texts(root)
     labels = [float(t) for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
     assert 1.0 in labels and 1.5 in labels and 100 not in labels
@@ -153,7 +156,7 @@ def test_names_from_the_data_are_escaped_in_every_picture():
     sweep = sweeps.Sweep(odd, odd, [sweeps.Series(odd, ["1", "2"], [1.0, 2.0], [None, 1.9], [None, 2.1], [None, 1.0])])
     cell = heatmaps.HeatCell(odd, odd, 1.5, 3, 1)
     drawings = [
-        sweeps.sweep_figure([sweep], odd, odd, {odd: "#1f77b4"}),
+        sweeps.sweep_figure([sweep], odd, odd, {odd: Style("#1f77b4")}, note=odd),
         heatmaps.scorecard_heatmap([cell], odd),
         heatmaps.summary_heatmap({odd: [cell]}, odd),
     ]
@@ -190,4 +193,4 @@ def test_the_changes_timeline_marks_each_change_by_its_verdict():
     assert jan < mar < regressed[0][0]  # in time order left to right
     assert two < one_and_half < regressed[0][1]  # 2x highest, 0.5x lowest
     empty = read_svg(timeline.changes_timeline([], [], []).markup)
-    assert "no regression or improvement" in svg_texts(empty)
+    assert "no change point" in svg_texts(empty)
