@@ -19,7 +19,7 @@ from pipelines.exports.report.style import PALETTE
 
 SEPARATOR = " · "
 # A variant's shade (mixed toward black, then white) and dash pattern, by its place in its family.
-_SHADES = (0.0, -0.35, 0.4, -0.55, 0.6, -0.2, 0.25)
+_SHADES = (0.0, -0.4, 0.3, -0.6, 0.45, -0.2, 0.15)
 _DASHES = ("", "6 3", "2 2", "8 3 2 3", "1 3", "10 4", "4 2 1 2")
 
 
