@@ -1,9 +1,10 @@
+import os
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.core import settings
+from pipelines.core import instance, lifetime, settings
 from pipelines.duck import db
 from pipelines.ingest.steps import SourceSettings
 from pipelines.storage import store
@@ -46,7 +47,9 @@ class Warehouse(dg.ConfigurableResource):
 
     def writing(self) -> AbstractContextManager[None]:
         """Hold the warehouse for writing: its file lock (Dagster's pool serializes Dagster's writers, the lock
-        also the CLI's), and a table commit a killed writer left half done is finished first."""
+        also the CLI's), and a table commit a killed writer left half done is finished first. A step process
+        dies with its run's process, so that nothing of a killed run writes after it."""
+        lifetime.step_dies_with_run()
         return store.writer_lock(self.path)
 
     def reading(self) -> AbstractContextManager[db.Session]:
@@ -56,6 +59,9 @@ class Warehouse(dg.ConfigurableResource):
 
 def default_warehouse() -> Warehouse:
     current = settings.read()
+    if home := os.environ.get("DAGSTER_HOME"):
+        # The daemon, the webserver and `dg dev` load the definitions on the instance in DAGSTER_HOME.
+        instance.claim(Path(home), current.warehouse_dir)
     return Warehouse(
         warehouse_dir=str(current.warehouse_dir),
         source=current.source,
