@@ -246,3 +246,39 @@ def test_without_the_change_points_table_the_report_says_so(two_streams):
     [drawn] = [image for image in rms.images if "/history-" in image["src"]]
     assert "0.80x" not in svg_texts(read_svg(rms.resolve(drawn["src"])[0].read_bytes()))
     assert len(FOLDERS) >= history_site.MIN_COMMITS
+
+
+# --- the real bundle, both streams ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_real_two_stream_report_draws_the_ci_history_and_flags_rms_norm(upstream_warehouse):
+    with store.writer_lock(upstream_warehouse):
+        database_build.build_database(upstream_warehouse, settings.DEFAULT_BASELINES)
+        summary = build_report(upstream_warehouse)
+    site = site_pages(summary.folder)
+    rms = site[(summary.folder / summary.kernel_pages["rms_norm"]).resolve()]
+    # Upstream's data files last ran rms_norm in 2024; its CI ran it to the end of the CI history.
+    assert "upstream files: newest run 2024-09-03, stale:" in rms.text
+    assert re.search(r"upstream CI: newest run 2026-\d\d-\d\d[;.]", rms.text)
+    histories = [image for image in rms.images if "/history-" in image["src"]]
+    assert {"NVIDIA H100 80GB HBM3" in image["alt"] for image in histories} == {True, False}  # the H100 and the H200
+    h100 = [image for image in histories if "H100 80GB" in image["alt"] and ", full · latency," in image["alt"]]
+    [drawn] = h100
+    texts = svg_texts(read_svg(rms.resolve(drawn["src"])[0].read_bytes()))
+    assert {"liger · triton", "huggingface · triton", "ab7fe2a"} <= set(texts)
+    # Light: one picture per kernel, GPU, pass and metric that CI benchmarked at 3 commits or more, not per workload.
+    pictures = [p for p in summary.folder.rglob("history-*.svg")]
+    [(expected,)] = db.query(
+        upstream_warehouse,
+        """SELECT count(*) FROM (SELECT kernel, gpu_name, pass, metric FROM runs
+           WHERE benchmarked_commit IS NOT NULL AND status = 'passed' GROUP BY ALL
+           HAVING count(DISTINCT (benchmarked_commit, release)) >= 3)""",
+    ).rows
+    assert len(pictures) == expected < 400
+    changes = site[(summary.folder / "changes.html").resolve()]
+    if changes_page.ABSENT in changes.text:
+        return  # built before the change_points table: the page says so (test_without_the_change_points_table...)
+    [overview, *_] = TableReader((summary.folder / "changes.html").read_text(encoding="utf-8")).tables
+    firsts = _column(overview, "first run after")
+    assert firsts == sorted(firsts, reverse=True)
