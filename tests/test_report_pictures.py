@@ -10,7 +10,7 @@ import pytest
 from report_reading import SVG, assert_drawn_inside, column, dots, path_points, read_svg, shapes, svg_texts
 
 from pipelines.duck import db
-from pipelines.exports.report import heatmaps, sweeps, timeline
+from pipelines.exports.report import heatmaps, history, sweeps, timeline
 from pipelines.exports.report.implementations import Style
 
 pytest_plugins = ["report_reading"]
@@ -159,6 +159,7 @@ def test_names_from_the_data_are_escaped_in_every_picture():
         sweeps.sweep_figure([sweep], odd, odd, {odd: Style("#1f77b4")}, note=odd),
         heatmaps.scorecard_heatmap([cell], odd),
         heatmaps.summary_heatmap({odd: [cell]}, odd),
+        history.history_figure([odd, "b"], [history.Panel(odd, [history.Line(odd, [(0, 1.0), (1, 2.0)])])], odd, odd, {}, odd),
     ]
     for drawing in drawings:
         root = read_svg(drawing.markup)
@@ -194,3 +195,29 @@ def test_the_changes_timeline_marks_each_change_by_its_verdict():
     assert two < one_and_half < regressed[0][1]  # 2x highest, 0.5x lowest
     empty = read_svg(timeline.changes_timeline([], [], []).markup)
     assert "no change point" in svg_texts(empty)
+
+
+def test_a_history_chart_draws_each_commit_in_order_and_marks_a_change_between_two():
+    commits = ["aaaaaaa", "bbbbbbb", "ccccccc-v0.6.0", "ddddddd"]
+    styles = {"liger · triton": Style("#1f77b4"), "liger · cutile": Style("#144d75", "6 3")}
+    panel = history.Panel(
+        "batch4-hidden4096",
+        [
+            history.Line("liger · triton", [(0, 1.0), (1, 1.0), (2, 1.5), (3, 1.5)]),
+            history.Line("liger · cutile", [(0, 0.5), (1, 0.5), (2, 0.5), (3, 0.5)]),
+        ],
+        [history.Mark("liger · triton", 1, 2, 1.5, 1 / 1.5, "regressed", "code")],
+    )
+    root = read_svg(history.history_figure(commits, [panel], "ms", "latency", styles, "x: the commits").markup)
+    assert_drawn_inside(root)
+    texts = svg_texts(root)
+    assert {*commits, "latency (ms)", "0.67x", "liger:", "liger · triton", "liger · cutile", "x: the commits"} <= set(texts)
+    [triton, _legend] = dots(root, "#1f77b4")
+    xs = [x for x, _ in triton]
+    assert xs == sorted(xs) and len(set(xs)) == 4  # one point per commit, oldest left
+    assert triton[2][1] < triton[1][1]  # slower after: higher
+    [mark] = [p for p in root.iter(f"{SVG}path") if p.get("stroke") == timeline.REGRESSED and p.get("stroke-linecap") != "round"]
+    (x, top), (_, bottom) = path_points(mark.get("d"))
+    assert x == pytest.approx((xs[1] + xs[2]) / 2, abs=0.1) and bottom > top
+    assert not mark.get("stroke-dasharray")  # the code's doing: solid; a host change is dashed
+    assert [p for p in root.iter(f"{SVG}path") if p.get("stroke") == "#144d75" and p.get("stroke-dasharray") == "6 3"]
