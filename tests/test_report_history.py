@@ -153,9 +153,10 @@ def test_the_changes_page_lists_change_points_newest_first_regressions_first_wit
     site = site_pages(summary.folder)
     run_links = [href for href in page.links if "#run-" in href]
     assert len(run_links) == 2 * 4
-    for href in run_links:
+    for href in page.links:  # the runs' rows, the kernels' change points, the commits' sections
         target, fragment = page.resolve(href)
         assert fragment in site[target].ids
+    assert f"{summary.kernel_pages['rms_norm']}#change-points" in page.links
 
 
 def test_regressions_come_first_within_a_commit():

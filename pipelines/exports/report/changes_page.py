@@ -194,6 +194,6 @@ def changes_page(site: Site, timeline: Picture, commits: list[CommitChanges], ha
         parts.append(
             f"<h2>{text(c.label)} · {text(c.first_observed)}: {c.count('regressed')} regressions, {c.count('improved')} improvements</h2>"
         )
-        parts.append(change_table(c.rows, site.run_href, lambda k: site.kernel_pages[k]))
+        parts.append(change_table(c.rows, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points"))
         parts.append("</section>")
     return html.page(f"Change points · {TITLE}", "\n".join(parts), site.footer)
