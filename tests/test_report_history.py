@@ -155,7 +155,7 @@ def test_the_changes_page_lists_change_points_newest_first_regressions_first_wit
     assert len(run_links) == 2 * 4
     for href in page.links:  # the runs' rows, the kernels' change points, the commits' sections
         target, fragment = page.resolve(href)
-        assert fragment in site[target].ids
+        assert target.is_file() and (not fragment or fragment in site[target].ids)
     assert f"{summary.kernel_pages['rms_norm']}#change-points" in page.links
 
 
