@@ -18,6 +18,7 @@ from pipelines.exports.report.pages import TITLE, GpuSection, Site, freshness_se
 from pipelines.exports.report.staleness import Newest
 
 ROOT = "../"
+SHOWN_CHANGES = 40  # change points listed open on a kernel's page; the rest folded below them
 
 
 @dataclass(frozen=True)
@@ -134,8 +135,20 @@ def _change_points(view: KernelView) -> str:
     return (
         f"<p>{len(view.change_points)} change points, {regressed} of them regressions: newest commit first, regressions "
         f"first within a commit. {text(changes_page.EXPLAINED)}</p>"
-        + changes_page.change_table(view.change_points, lambda _kernel, run: f"#{html.anchor_id('run', run)}", None)
+        + changes_page.change_table(view.change_points[:SHOWN_CHANGES], run_href, None)
+        + (
+            f"<details><summary>The {len(view.change_points) - SHOWN_CHANGES} older or smaller ones</summary>"
+            + changes_page.change_table(view.change_points[SHOWN_CHANGES:], run_href, None)
+            + "</details>"
+            if len(view.change_points) > SHOWN_CHANGES
+            else ""
+        )
     )
+
+
+def run_href(_kernel: str, run_id: str) -> str:
+    """A run's row on this very page."""
+    return f"#{html.anchor_id('run', run_id)}"
 
 
 def _scorecard_table(scorecard: pl.DataFrame) -> str:
