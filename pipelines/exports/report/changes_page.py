@@ -87,13 +87,13 @@ def by_commit(change_points: pl.DataFrame) -> list[CommitChanges]:
 
 
 def size(ratio: float | None, metric: str) -> str:
-    """A ratio (before / after) as what a reader asks: how much slower or faster, larger or leaner."""
+    """A ratio (before / after) as what a reader asks, in HTML kept on one line: how much slower or faster, more or less memory."""
     if not ratio or ratio <= 0 or not math.isfinite(ratio):
         return text(ratio)
     worse, better = ("slower", "faster") if metric == "speed" else ("more", "less")
     change = 1 / ratio - 1  # after / before - 1
     word = worse if change > 0 else better
-    return f"{ratio:.3g}x ({abs(change):.0%} {word})"
+    return f'<span class="nowrap">{ratio:.3g}x ({abs(change):.0%} {word})</span>'
 
 
 def baseline(row: dict[str, Any]) -> str:
@@ -128,7 +128,7 @@ def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], 
         [
             text(r["verdict"]),
             size(r["ratio"], r["metric"]),
-            link(kernel_href(r["kernel"]), r["kernel"]) if kernel_href else text(r["kernel"]),
+            link(kernel_href(r["kernel"]), r["kernel"]) if kernel_href else "",
             text(r["gpu_name"]),
             text(r["pass"]),
             text(r["metric"]),
@@ -137,16 +137,20 @@ def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], 
             text(r["before_value"]),
             text(r["after_value"]),
             text(r["unit"]),
-            text("host: the baseline moved alike" if r["cause"] == "host" else r["cause"]),
+            text(r["cause"]),
             text(baseline(r)),
             text(r["confidence"]),
-            text(f"{commit_label(r['before_commit'], _release(r, 'before'))} → {commit_label(r['after_commit'], _release(r, 'after'))}"),
+            f'<span class="nowrap">{text(commit_label(r["before_commit"], _release(r, "before")))} →</span> '
+            + f'<span class="nowrap">{text(commit_label(r["after_commit"], _release(r, "after")))}</span>',
             link(run_href(r["kernel"], r["before_run_id"]), "before", r["before_run_id"])
             + " "
             + link(run_href(r["kernel"], r["after_run_id"]), "after", r["after_run_id"]),
         ]
         for r in records
     )
+    if kernel_href is None:  # on the kernel's own page
+        headers.remove("kernel")
+        body = ([cell for i, cell in enumerate(row) if i != 2] for row in body)
     attrs = (f' class="{html.text(r["verdict"])}"' for r in records)
     return html.table(headers, body, numeric=["before", "after", "confidence"], row_attrs=attrs)
 

@@ -36,6 +36,7 @@ tr:has(:target) td, figure:target { background: #fff3b0; }
 code { font-size: 0.92em; }
 details { margin: 0.3em 0 1em; } summary { cursor: pointer; color: #20324a; }
 .muted { color: #666; }
+.nowrap { white-space: nowrap; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .charts { display: flex; flex-wrap: wrap; gap: 0.5em 2em; align-items: flex-start; }
 .charts figure { margin: 0; max-width: 100%; }
