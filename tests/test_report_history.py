@@ -129,6 +129,7 @@ def _column(table: list[list[str]], header: str) -> list[str]:
 
 def test_the_changes_page_lists_change_points_newest_first_regressions_first_with_cause_and_baseline(with_change_points):
     summary = build_report(with_change_points)
+    assert "1 regression and 3 improvements found as change points" in Page(summary.index).text
     text = (summary.folder / "changes.html").read_text(encoding="utf-8")
     page = Page(summary.folder / "changes.html")
     assert "previous run" not in text and changes_page.ABSENT not in page.text  # the old version_changes list is gone
@@ -243,6 +244,7 @@ def test_without_the_change_points_table_the_report_says_so(two_streams):
     assert changes_page.ABSENT in changes.text
     rms = Page(summary.folder / summary.kernel_pages["rms_norm"])
     assert changes_page.ABSENT in rms.text
+    assert "no change points computed yet" in Page(summary.index).text
     # The history is still drawn, with nothing marked.
     [drawn] = [image for image in rms.images if "/history-" in image["src"]]
     assert "0.80x" not in svg_texts(read_svg(rms.resolve(drawn["src"])[0].read_bytes()))

@@ -196,7 +196,8 @@ def changes_page(site: Site, timeline: Picture, commits: list[CommitChanges], ha
     for c in commits:
         parts.append(f'<section id="{c.anchor}">')
         parts.append(
-            f"<h2>{text(c.label)} · {text(c.first_observed)}: {c.count('regressed')} regressions, {c.count('improved')} improvements</h2>"
+            f"<h2>{text(c.label)} · {text(c.first_observed)}: {html.count(c.count('regressed'), 'regression')}, "
+            f"{html.count(c.count('improved'), 'improvement')}</h2>"
         )
         parts.append(change_table(c.rows, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points"))
         parts.append("</section>")

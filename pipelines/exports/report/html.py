@@ -64,6 +64,11 @@ def plain(value: Any) -> str:
     return str(value)
 
 
+def count(n: int, word: str) -> str:
+    """`1 regression`, `3 regressions`."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def link(href: str, label: str, title: str | None = None) -> str:
     extra = f' title="{text(title)}"' if title else ""
     return f'<a href="{escape(href)}"{extra}>{text(label)}</a>'

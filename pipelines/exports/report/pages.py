@@ -107,8 +107,12 @@ def overview(
         f"<h1>{text(TITLE)}</h1>",
         f"<p>{counts['runs']} runs of {len(kernels)} kernels on {len(gpus)} GPUs, from {counts['snapshots']} "
         "snapshots of the upstream benchmark files and upstream's CI history. "
-        + link("changes.html", f"{counts['regressed']} regressions and {counts['improved']} improvements")
-        + " found as change points in the series over the benchmarked commits.</p>",
+        + (
+            link("changes.html", f"{html.count(counts['regressed'], 'regression')} and {html.count(counts['improved'], 'improvement')}")
+            + " found as change points in the series over the benchmarked commits.</p>"
+            if counts["change_points"]
+            else "This warehouse has no change points computed yet (" + link("changes.html", "change points") + ").</p>"
+        ),
         "<p>Each cell: the geometric mean, over the comparable groups (one workload, pass and metric on one GPU), "
         "of the implementation's ratio to the group's baseline (baseline value / value: above 1 is faster or smaller), "
         "then wins/losses: groups where the p20-p80 intervals do not overlap. Blue is better than the baseline, "

@@ -104,6 +104,7 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         "snapshots": data.snapshots.height,
         "regressed": changes.filter(pl.col("verdict") == "regressed").height,
         "improved": changes.filter(pl.col("verdict") == "improved").height,
+        "change_points": data.has_change_points,
     }
     writer.text(INDEX, pages.overview(site, overview, _kernel_list(data, newest), _gpu_list(data), heatmaps, counts))
     commits = changes_page.by_commit(changes)
