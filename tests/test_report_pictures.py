@@ -221,3 +221,8 @@ def test_a_history_chart_draws_each_commit_in_order_and_marks_a_change_between_t
     assert x == pytest.approx((xs[1] + xs[2]) / 2, abs=0.1) and bottom > top
     assert not mark.get("stroke-dasharray")  # the code's doing: solid; a host change is dashed
     assert [p for p in root.iter(f"{SVG}path") if p.get("stroke") == "#144d75" and p.get("stroke-dasharray") == "6 3"]
+    # A change point without its values (nulls in change_points) is still a line, with no ring and no label.
+    panel.marks[:] = [history.Mark("liger · cutile", 0, 1, None, None, "improved", "host")]
+    root = read_svg(history.history_figure(commits, [panel], "ms", "latency", styles).markup)
+    [mark] = [p for p in root.iter(f"{SVG}path") if p.get("stroke") == timeline.IMPROVED]
+    assert mark.get("stroke-dasharray") and not [t for t in svg_texts(root) if t.endswith("x") and t[0].isdigit()]

@@ -50,8 +50,8 @@ class Mark:
     implementation: str
     before: int
     after: int
-    after_value: float
-    ratio: float
+    after_value: float | None
+    ratio: float | None
     verdict: str  # improved | regressed
     cause: str  # code | host
 
@@ -136,8 +136,10 @@ def _draw_panel(
         at = (x(mark.before) + x(mark.after)) / 2
         dash = ' stroke-dasharray="3 2"' if mark.cause == "host" else ""
         canvas.line([(at, plot_top), (at, plot_bottom)], color, 1.1, extra=dash)
-        if y.holds(mark.after_value):
+        if mark.after_value is not None and y.holds(mark.after_value):
             canvas.dots([(x(mark.after), y(mark.after_value))], color, size=10, opacity=0.6)
+        if mark.ratio is None or not math.isfinite(mark.ratio):
+            continue  # the line says where; a ratio the table cannot give is not drawn either
         label = f"{mark.ratio:.2f}x"
         span = (at + 1, at + 3 + text_width(label, MARK_LABEL))
         # The first row of labels where this one overlaps none; none when all are taken (the page's table lists it).
