@@ -158,7 +158,7 @@ def test_report_asset_shows_the_overview_and_the_site(small_warehouse, tmp_path)
     markdown = metadata["overview"].value
     encoded = markdown.split("data:image/svg+xml;base64,", 1)[1].rstrip(")")
     overview = read_svg(base64.b64decode(encoded))
-    assert {"liger", "NVIDIA A100-SXM4-80GB", "latency"} <= set(svg_texts(overview))
+    assert {"liger · triton", "NVIDIA A100-SXM4-80GB", "latency"} <= set(svg_texts(overview))
     index = Path(metadata["index"].value)
     assert index == report_dir(small_warehouse) / "index.html" and index.is_file()
     assert metadata["url"].value == index.as_uri()
