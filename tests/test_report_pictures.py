@@ -69,16 +69,13 @@ def test_a_sweep_chart_shows_its_implementations_x_values_and_unit(real_report, 
 def test_the_overview_picture_has_a_cell_per_gpu_and_implementation(real_report, real_warehouse):
     root = read_svg(real_report.overview_image.read_bytes())
     texts = svg_texts(root)
-    # kernel_scorecard has no backend yet: a row is named by the backends of its provider's runs there.
-    implementations = """SELECT DISTINCT s.metric, s.gpu_name, s.provider || ' · ' || b.backends AS name
-        FROM kernel_scorecard AS s JOIN (SELECT kernel, pass, metric, gpu_name, provider,
-            string_agg(DISTINCT backend, '+' ORDER BY backend) AS backends FROM runs WHERE status = 'passed' GROUP BY ALL) AS b
-        USING (kernel, pass, metric, gpu_name, provider) WHERE s.geomean_ratio > 0"""
+    implementations = """SELECT DISTINCT metric, gpu_name, provider || ' · ' || backend AS name
+        FROM kernel_scorecard WHERE geomean_ratio > 0"""
     cells = db.query(real_warehouse, f"SELECT metric, count(*) FROM ({implementations}) GROUP BY metric").rows
     for gpu in column(real_warehouse, "SELECT DISTINCT gpu_name FROM kernel_scorecard"):
         assert gpu in texts
     names = column(real_warehouse, f"SELECT DISTINCT name FROM ({implementations})")
-    assert set(names) <= set(texts) and {"liger · triton", "liger · cutile+triton"} <= set(names)
+    assert set(names) <= set(texts) and {"liger · triton", "liger · cutile"} <= set(names)
     fills = [r.get("fill") for r in shapes(root) if r.tag == f"{SVG}rect"]
     colored = [fill for fill in fills if re.fullmatch("#[0-9a-f]{6}", fill) and fill != heatmaps.NO_DATA]
     assert len(colored) == sum(n for _, n in cells)

@@ -37,7 +37,7 @@ class ReportData:
     series: pl.DataFrame  # report_series.sql: every passed run of upstream's CI, at its benchmarked commit
     change_points: pl.DataFrame  # report_change_points.sql (empty when the table is absent)
     has_change_points: bool  # whether warehouse.duckdb has the change_points table at all
-    scorecard: pl.DataFrame  # kernel_scorecard, with the backends of its implementation and baseline
+    scorecard: pl.DataFrame  # kernel_scorecard: per implementation and baseline implementation
     environments: pl.DataFrame  # environments: one row per GPU
     snapshots: pl.DataFrame  # snapshots, oldest first
 
@@ -62,19 +62,6 @@ def _has_table(con, name: str) -> bool:
     return bool(count)
 
 
-def _with_backends(scorecard: pl.DataFrame, backends: pl.DataFrame) -> pl.DataFrame:
-    """The scorecard with `backend` and `baseline_backend`: its own columns when it has them, else the
-    backends of the provider's and the baseline's runs there (report_backends.sql)."""
-    keys = ["kernel", "pass", "metric", "gpu_name"]
-    if "backend" not in scorecard.columns:
-        own = backends.rename({"backends": "backend"})
-        scorecard = scorecard.join(own, on=[*keys, "provider"], how="left", maintain_order="left")
-    if "baseline_backend" not in scorecard.columns:
-        base = backends.rename({"provider": "baseline_provider", "backends": "baseline_backend"})
-        scorecard = scorecard.join(base, on=[*keys, "baseline_provider"], how="left", maintain_order="left")
-    return scorecard
-
-
 def load(warehouse_dir: Path) -> ReportData:
     with db.open_readonly(warehouse_dir) as con:
 
@@ -92,10 +79,7 @@ def load(warehouse_dir: Path) -> ReportData:
             series=frame(sql_files.text("report/report_series")),
             change_points=change_points,
             has_change_points=has_change_points,
-            scorecard=_with_backends(
-                frame("SELECT * FROM kernel_scorecard ORDER BY gpu_name, metric, kernel, pass, provider"),
-                frame(sql_files.text("report/report_backends")),
-            ),
+            scorecard=frame("SELECT * FROM kernel_scorecard ORDER BY gpu_name, metric, kernel, pass, provider, backend, baseline_backend"),
             environments=frame("SELECT * FROM environments ORDER BY gpu_name"),
             snapshots=frame("SELECT * FROM snapshots ORDER BY committed_at, snapshot_id"),
         )

@@ -1,8 +1,8 @@
 """The scorecard's pictures and totals: per GPU and metric a heat map of each implementation's
 geometric-mean ratio to its baseline, and the overview's summary over all kernels.
 
-The scorecard names an implementation by provider, and by backend too once `kernel_scorecard` has
-the columns (`backend`, `baseline_backend`); every row and total names the baseline it is taken against.
+`kernel_scorecard` has a row per implementation (provider, backend) and baseline implementation
+(`baseline_provider`, `baseline_backend`); every row and total names the baseline it is taken against.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ Draw = Callable[[str, svg.Drawing], pages.Picture]
 
 
 def implementation(row: dict[str, Any]) -> str:
-    return implementations.label(row["provider"], row.get("backend"))
+    return implementations.label(row["provider"], row["backend"])
 
 
 def baseline(row: dict[str, Any]) -> str:
-    return implementations.label(row["baseline_provider"], row.get("baseline_backend"))
+    return implementations.label(row["baseline_provider"], row["baseline_backend"])
 
 
 def weighted_geomean(frame: pl.DataFrame) -> float:
