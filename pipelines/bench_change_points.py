@@ -69,7 +69,7 @@ KNOWN_STEPS = [
     (("layer_norm", "forward", "speed", "liger", LAYER_NORM, {"1024"}), ("5057ca8", "improved")),
 ]
 # ruptures' penalties measured beside the chosen one (PENALTY_PER_LOG_N), in multiples of ln n.
-PENALTIES = (3.0, 8.0, 16.0)
+PENALTIES = (3.0, 8.0, change_points.PENALTY_PER_LOG_N)
 # A spike: a point more than this far (ln) from the median of the seven around it.
 SPIKE_LN = 0.15
 # A level that moves less than this (ln of the running median's range) has no step worth a report.

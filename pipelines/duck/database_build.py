@@ -22,7 +22,8 @@ from typing import NamedTuple
 import duckdb
 
 from pipelines.core import sql_files
-from pipelines.duck.db import PARQUET_VIEWS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
+from pipelines.duck.db import PARQUET_VIEWS, SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
+from pipelines.series import tables as series_tables
 from pipelines.storage import freshness, store
 
 # Loaded side by side, one connection each: runs alone takes as long as all the others.
@@ -226,8 +227,14 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str])
         started = time.perf_counter()
         con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         seconds[name] = time.perf_counter() - started
+    # Series noise and change points (SPEC section 8), computed in Python, one step for both tables.
+    started = time.perf_counter()
+    series_tables.build(con, baselines, create_table)
+    seconds["series"] = time.perf_counter() - started
     for name in STATISTICS:
         started = time.perf_counter()
+        if name in SERIES_STATISTICS:
+            continue
         if name in VIEWS:
             con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         else:

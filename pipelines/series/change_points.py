@@ -35,10 +35,11 @@ import numpy as np
 
 # BIC's penalty is 2 ln n per change for a unit-variance l2 cost, which assumes normal noise; upstream's
 # week-to-week noise has heavy tails (a fifth of consecutive speed points differ by more than 10%, with a
-# median difference under 1%). Measured on its CI history (bench_change_points): at 3 ln n, 13 change
-# points fell between two runs of one commit, at 8 ln n 2, at 16 ln n none, with every known step found
-# at all four; 8 keeps the smaller real steps that 16 would start to lose.
-PENALTY_PER_LOG_N = 8.0
+# median difference under 1%). Measured on its CI history (python -m pipelines.bench_change_points): at
+# 3 ln n, 13 change points fell between two runs of one commit, at 8 ln n 2, at 16 ln n none, and every
+# known step was found at all three. At 16 ln n a step over a long segment still needs only about 3 noises
+# (what MIN_SHIFT_NOISES asks anyway); a step with two points after it, about 5.5.
+PENALTY_PER_LOG_N = 16.0
 MIN_SIZE = 1
 # A level needs three points between two others: two points that go away and come back are a spike.
 MIN_INTERIOR = 3

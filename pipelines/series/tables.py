@@ -67,7 +67,7 @@ def read_series(con: duckdb.DuckDBPyConnection) -> tuple[list[Series], Points]:
     for group_id, provider, backend, kernel, pass_, metric, gpu_name, unit, n in con.execute(sql_files.text("series/series")).fetchall():
         series.append(Series(group_id, provider, backend, kernel, pass_, metric, gpu_name, unit, start, int(n)))
         start += int(n)
-    points = con.execute(sql_files.text("series/series_points")).fetch_arrow_table()
+    points = con.sql(sql_files.text("series/series_points")).to_arrow_table()
     if points.num_rows != start:
         raise RuntimeError(f"sql/series/series_points.sql gave {points.num_rows} points, series.sql counts {start}: the two disagree")
     names = points.column("commit")

@@ -12,5 +12,5 @@ SELECT
     runs.rowid AS row_id
 FROM runs
 LEFT JOIN snapshots AS first_seen ON first_seen.snapshot_id = runs.first_seen_snapshot
-WHERE runs.status = 'passed'
+WHERE runs.status = 'passed' AND runs.value > 0
 ORDER BY runs.group_id, runs.provider, runs.backend, history_key(runs.observed_at, runs.rowid)
