@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 import duckdb
 
@@ -19,7 +20,7 @@ from pipelines.exports import liger_csv
 
 # Errors a user can act on, each shown as its one-line message: usage errors exit 2, the others 1.
 USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, db.NoStatement)
-FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error)
+FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error, instance.InstanceTaken)
 
 
 class Parser(argparse.ArgumentParser):
@@ -34,6 +35,7 @@ def _use_project_instance() -> None:
     if not os.environ.get("DAGSTER_HOME"):
         os.environ["DAGSTER_HOME"] = str(instance.ensure_home(instance.default_home()))
     settings.use_absolute_paths()  # relative settings mean what they meant in the user's folder, not DAGSTER_HOME
+    instance.claim(Path(os.environ["DAGSTER_HOME"]), settings.read().warehouse_dir)
     os.chdir(os.environ["DAGSTER_HOME"])
 
 

@@ -54,7 +54,7 @@ def _phase_normalize(csv: str, warehouse: str) -> dict:
         listing = sync(folder, source)
         stage_new(folder, source, listing)
         staged = time.perf_counter()
-        report = build_tables(folder, list(listing.files_at_head))
+        report = build_tables(folder, listing)
     return {"stage_s": staged - started, "tables_s": time.perf_counter() - staged, "row_counts": report.row_counts}
 
 

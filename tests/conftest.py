@@ -22,6 +22,8 @@ pytest.register_assert_rewrite("report_reading", "statistics_warehouse")
 
 SHARED = settings.PROJECT_ROOT.parent / "shared"
 BUNDLE = SHARED / "liger-data" / "liger-benchmark-data.bundle"
+# Upstream with both streams: `main`'s benchmark/data/ and `gh-pages`' CI history (SPEC section 7).
+UPSTREAM_BUNDLE = SHARED / "liger-data" / "liger-upstream.bundle"
 LATEST = SHARED / "liger-data" / "latest"
 SEED_RUN = SHARED / "examples" / "seed-run.json"
 FILE_GLOB = "benchmark/data/all_benchmark_data*.csv"
@@ -54,16 +56,23 @@ def real_clone(real_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return target
 
 
-def build_warehouse(warehouse: Path, source: str, cache: Path, branch: str = "main", file_glob: str = FILE_GLOB) -> Path:
+@pytest.fixture(scope="session")
+def upstream_bundle() -> Path:
+    return require_real(UPSTREAM_BUNDLE)
+
+
+def build_warehouse(
+    warehouse: Path, source: str, cache: Path, branch: str = "main", file_glob: str = FILE_GLOB, streams: tuple[str, ...] = ("data",)
+) -> Path:
     """Ingest `source` into `warehouse` with the library (no Dagster): sync, stage, tables, DuckDB."""
     from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
     from pipelines.storage import store
 
-    source_settings = SourceSettings(source, branch, file_glob, cache)
+    source_settings = SourceSettings(source, branch, file_glob, cache, streams=streams)
     with store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)
-        build_tables(warehouse, list(listing.files_at_head))
+        build_tables(warehouse, listing)
     return warehouse
 
 
@@ -73,6 +82,13 @@ def real_warehouse(real_bundle: Path, tmp_path_factory: pytest.TempPathFactory) 
     file with pipelines.duck.database_build.build_database if a test needs it)."""
     root = tmp_path_factory.mktemp("real-warehouse")
     return build_warehouse(root / "warehouse", str(real_bundle), root / "cache")
+
+
+@pytest.fixture(scope="session")
+def upstream_warehouse(upstream_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both streams of the upstream bundle ingested once per test session (tables only)."""
+    root = tmp_path_factory.mktemp("upstream-warehouse")
+    return build_warehouse(root / "warehouse", str(upstream_bundle), root / "cache", streams=("data", "ci"))
 
 
 def git(repo: Path, *args: str, date: str | None = None) -> str:

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -50,7 +51,7 @@ with store.writer_lock(warehouse):
     stage_new(warehouse, source_settings, listing)
 phase("tables")
 with store.writer_lock(warehouse):
-    build_tables(warehouse, list(listing.files_at_head))
+    build_tables(warehouse, listing)
 phase("database")
 with store.writer_lock(warehouse):
     database_build.build_database_if_changed(warehouse, settings.DEFAULT_BASELINES)
@@ -91,7 +92,7 @@ def ingest_now(warehouse: Path, cache: Path, source: str) -> None:
     with store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)
-        build_tables(warehouse, list(listing.files_at_head))
+        build_tables(warehouse, listing)
         database_build.build_database_if_changed(warehouse, BASELINES)
 
 
@@ -185,3 +186,28 @@ def start_materialize(warehouse: Path, source: str, cache: Path, home: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def survivors(warehouse: Path, within_s: float = 5.0) -> list[str]:
+    """The processes still alive `within_s` seconds on whose environment names `warehouse` (every process a
+    `python -m pipelines` run starts inherits WAREHOUSE_DIR): what a killed run left behind."""
+    marker = f"WAREHOUSE_DIR={warehouse}".encode()
+    deadline = time.monotonic() + within_s
+    while True:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0") and _state(entry) != b"Z":
+                    command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    found.append(f"{entry.name}: {command[:200]}")
+            except OSError:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def _state(entry: Path) -> bytes:
+    return (entry / "stat").read_bytes().rpartition(b")")[2].split()[0]

@@ -55,7 +55,7 @@ def staged(warehouse: Path, meta: staging.SnapshotMeta, prefix: str) -> pl.DataF
 def assemble_and_check(warehouse: Path, quantiles_ordered: bool = True) -> dict[str, pl.DataFrame]:
     """Assemble and commit the tables, then hold them to SPEC section 5 and the contract checks
     (quantile order too, unless the input's y values may come in any order)."""
-    frames = tables.assemble(warehouse, files_at_head=None)
+    frames = tables.assemble(warehouse, None)
     store.commit_tables(warehouse, frames)
     snaps, mapped, held = frames["snapshots"], frames["run_snapshots"], frames["quarantine"]
     for snap in snaps.iter_rows(named=True):

@@ -18,6 +18,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines import synthetic
 from pipelines.assemble import external_sort, run_identity, tables
+from pipelines.assemble.history import History
 from pipelines.bench_report import TARGETS
 from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
@@ -140,7 +141,7 @@ def normalize_into(warehouse: Path, source: Path) -> Path:
     with store.writer_lock(warehouse):
         listing = sync(warehouse, settings_)
         stage_new(warehouse, settings_, listing)
-        build_tables(warehouse, list(listing.files_at_head))
+        build_tables(warehouse, listing)
     return warehouse
 
 
@@ -195,7 +196,7 @@ def test_ahead_hands_over_items_errors_and_stops_its_producer():
 def test_runs_of_rows_with_distinct_ids_equal_the_general_deduplication(tmp_path, monkeypatch):
     warehouse = normalize_into(tmp_path / "warehouse", synthetic.write_csv(tmp_path / "synthetic.csv", 3000, seed=5))
     metas = tables.staged_metas(warehouse)
-    parts = tables.staged_parts(warehouse, metas, "rows", tables.latest_snapshot_ids(metas, None))
+    parts = tables.staged_parts(warehouse, History(tuple(metas)), "rows")
     rows = pl.concat([external_sort.with_history(external_sort.read_part(part, schemas.RUN_ROWS), part) for part in parts])
     assert rows["run_id"].is_unique().all()
     fast, renamed = run_identity.distinct_runs(rows)

@@ -8,6 +8,7 @@ from local_http import serving_file
 from test_materialize import load_defs, materialize_everything, metadata_of, staged
 
 from pipelines.core import settings
+from pipelines.orchestration.materialize import ingest
 
 
 def materialize_twice_then_change(definitions, csv_path, warehouse):
@@ -108,3 +109,36 @@ def test_only_a_relative_local_liger_source_is_made_absolute(value, tmp_path):
     from pipelines.core.settings import absolute_source
 
     assert absolute_source(value, tmp_path) == value
+
+
+@pytest.mark.slow
+def test_a_url_source_is_read_once_per_run_and_a_stalled_one_fails_within_one_deadline(tmp_path, monkeypatch):
+    import threading
+
+    from local_http import send_bytes, serving
+
+    from pipelines.ingest import source_csv
+
+    body = liger_csv(liger_row()).encode()
+    gets: list[str] = []
+    stall, released = threading.Event(), threading.Event()
+
+    def respond(handler):
+        gets.append(handler.path)
+        if stall.is_set():
+            released.wait(30)  # released when the test ends; the deadline below is far shorter
+            return
+        send_bytes(handler, body)
+
+    with serving(respond) as base:
+        definitions = load_defs(monkeypatch, tmp_path / "warehouse", f"{base}/all_benchmark_data.csv", tmp_path / "cache")
+        with dg.instance_for_test() as instance:
+            assert materialize_everything(definitions, instance).success
+            assert len(gets) == 1, "the command's listing and upstream_source each read the source"
+            monkeypatch.setattr(source_csv, "DOWNLOAD_DEADLINE_SECONDS", 2)
+            stall.set()
+            failed = ingest(definitions, instance, raise_on_error=False)
+            released.set()
+        assert not failed.success and len(gets) == 2
+        [failure] = [e for e in failed.all_events if e.event_type_value == "STEP_FAILURE"]
+        assert "did not finish within 2 s" in str(failure.step_failure_data.error.cause)

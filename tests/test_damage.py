@@ -55,7 +55,7 @@ def run_next(warehouse: Path, cache: Path, source: str) -> None:
     with store.writer_lock(warehouse):
         stage_new(warehouse, source_settings, recorded_listing(warehouse))
     with store.writer_lock(warehouse):
-        build_tables(warehouse, list(recorded_listing(warehouse).files_at_head))
+        build_tables(warehouse, recorded_listing(warehouse))
     with store.writer_lock(warehouse):
         database_build.build_database_if_changed(warehouse, BASELINES)
 
@@ -200,7 +200,7 @@ def test_a_damaged_staged_snapshot_is_staged_again_from_the_source(clean, tmp_pa
     assert_staging_intact(warehouse, len(recorded_listing(warehouse).snapshots))
     clean.assert_equal(warehouse)
     # The tables assembled anew from the staging, every part read, are the same too.
-    assembled = tables.assemble(warehouse, list(recorded_listing(warehouse).files_at_head))
+    assembled = tables.assemble(warehouse, recorded_listing(warehouse))
     assert all(assembled[name].equals(clean.tables[name]) for name in TABLE_NAMES)
 
 
@@ -295,7 +295,7 @@ def test_a_damaged_snapshot_the_source_no_longer_has_is_named_with_what_to_do(tm
         with store.writer_lock(warehouse):
             listing = sync(warehouse, source_settings)
             stage_new(warehouse, source_settings, listing)
-            build_tables(warehouse, list(listing.files_at_head))
+            build_tables(warehouse, listing)
     before = read_tables(warehouse)
     metas = staging.staged_metas(warehouse)
     older = min(metas, key=lambda m: m.ingest_seq)
@@ -307,7 +307,7 @@ def test_a_damaged_snapshot_the_source_no_longer_has_is_named_with_what_to_do(tm
     assert_one_clear_line(str(caught.value), str(folder), older.snapshot_id, "backup")
     assert folder.is_dir(), "the only copy of a snapshot was deleted"
     with pytest.raises(store.DamagedFile), store.writer_lock(warehouse):
-        build_tables(warehouse, list(listing.files_at_head))
+        build_tables(warehouse, listing)
     assert all(read_tables(warehouse)[name].equals(before[name]) for name in TABLE_NAMES), "the tables changed"
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_harness import History, start_ingest, start_materialize
+from fault_harness import History, start_ingest, start_materialize, survivors
 from robustness_tally import trial
 
 # Slow tier (faults injected into whole ingests, many of them in processes of their own): `pytest -m 'not slow'` leaves these out.
@@ -93,5 +93,29 @@ def test_sigkill_of_python_m_pipelines_materialize_at_random_points(history, tmp
             continue
         kills += 1
         with trial("fault", "SIGKILL of python -m pipelines materialize"):
+            assert survivors(warehouse) == [], "processes of the killed run are still alive"
             history.assert_previous_or_complete(warehouse)
             history.assert_repaired(warehouse, cache)
+
+
+def test_a_sigkill_while_staging_on_two_workers_leaves_no_process_behind(upstream_repo, tmp_path):
+    from conftest import liger_csv, liger_row
+
+    for commit in range(6):
+        rows = [liger_row(x_value=str(k), timestamp=f"2025-01-0{commit + 1} 10:00:00", y50=f"0.{commit + 1}") for k in range(20_000)]
+        upstream_repo.commit({"benchmark/data/all_benchmark_data.csv": liger_csv(*rows)}, f"commit {commit}")
+    warehouse = tmp_path / "warehouse"
+    os.environ["LIGER_STAGING_WORKERS"] = "2"
+    try:
+        process = start_materialize(warehouse, str(upstream_repo.path), tmp_path / "cache", tmp_path / "home")
+    finally:
+        del os.environ["LIGER_STAGING_WORKERS"]
+    deadline = time.monotonic() + 120
+    while len([p for p in survivors(warehouse, 0) if "spawn_main" in p]) < 2:
+        assert process.poll() is None and time.monotonic() < deadline, "the staging workers never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # into the staging itself, past the workers' start
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    left = survivors(warehouse)
+    assert left == [], "processes of the killed run are still alive"

@@ -25,7 +25,7 @@ def ingest(warehouse: Path, source: Path, cache: Path):
     with store.writer_lock(warehouse):
         listing = sync(warehouse, settings)
         staged = stage_new(warehouse, settings, listing)
-        built = build_tables(warehouse, list(listing.files_at_head))
+        built = build_tables(warehouse, listing)
     return staged, built
 
 

@@ -57,10 +57,10 @@ def test_each_snapshot_keeps_the_workload_answers_of_its_own_rows(tmp_path):
 
 def test_tables_from_kept_answers_equal_tables_from_answers_computed_again(tmp_path):
     two_snapshots(tmp_path)
-    kept = tables.assemble(tmp_path, files_at_head=None)
+    kept = tables.assemble(tmp_path, None)
     for side_file in staging.staging_dir(tmp_path).glob(f"*/{staging.WORKLOADS}"):
         side_file.unlink()
-    again = tables.assemble(tmp_path, files_at_head=None)
+    again = tables.assemble(tmp_path, None)
     for name, frame in kept.items():
         assert frame.equals(again[name]), name
     runs = kept["runs"]
@@ -87,9 +87,9 @@ def damage_wrong_types(path: Path) -> None:
 @pytest.mark.parametrize("damage", [damage_truncated, damage_garbage, damage_other_columns, damage_wrong_types])
 def test_a_damaged_answers_file_is_computed_again_not_an_error(tmp_path, damage):
     two_snapshots(tmp_path)
-    kept = tables.assemble(tmp_path, files_at_head=None)
+    kept = tables.assemble(tmp_path, None)
     for side_file in staging.staging_dir(tmp_path).glob(f"*/{staging.WORKLOADS}"):
         damage(side_file)
-    again = tables.assemble(tmp_path, files_at_head=None)
+    again = tables.assemble(tmp_path, None)
     for name, frame in kept.items():
         assert frame.equals(again[name]), name

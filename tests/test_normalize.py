@@ -29,7 +29,7 @@ def ingest_texts(warehouse: Path, versions: list[tuple[str, str]], file_name: st
             sequence,
         )
         staging.stage_snapshot(warehouse, ref, lambda _ref, t=text: t.encode(), cache, ingest_seq=1)
-    return tables.assemble(warehouse, files_at_head=None)
+    return tables.assemble(warehouse, None)
 
 
 def one(warehouse: Path, *rows: str) -> dict[str, pl.DataFrame]:

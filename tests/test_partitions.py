@@ -103,7 +103,7 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
         source = SourceSettings(str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache")
         listing = sync(warehouse, source)
         assert len(stage_new(warehouse, source, listing, workers=workers).staged) == stage_pool.PARALLEL_FROM + 1
-        build_tables(warehouse, list(listing.files_at_head))
+        build_tables(warehouse, listing)
         built[workers] = {name: pl.read_parquet(warehouse / f"{name}.parquet") for name in TABLE_NAMES}
     for name in TABLE_NAMES:
         assert_frame_equal(built[1][name], built[2][name], check_exact=True)

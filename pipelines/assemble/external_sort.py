@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.assemble.run_identity import RENAMED, STAGED_RUNS, distinct_runs
+from pipelines.assemble.run_identity import RENAMED, STAGED_RUNS, SnapshotMarks, distinct_runs
 from pipelines.core import schemas
 from pipelines.core.background import ahead
 from pipelines.ingest.staging import RUN_ROWS_UNIQUE
@@ -62,12 +62,12 @@ def with_history(frame: pl.DataFrame, part: StagedPart) -> pl.DataFrame:
 
 
 def sorted_runs(
-    parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: store.ParquetAppender
+    parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: store.ParquetAppender, marks: SnapshotMarks | None = None
 ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
     """Each bucket's runs (see `distinct_runs`), in run_id order from one bucket to the next."""
     carry = pl.DataFrame(schema=STAGED_RUNS)
     for bucket_index, rows in enumerate(ahead(_buckets(parts, bounds, scratch, mapped))):
-        runs, renamed_rows = distinct_runs(rows)
+        runs, renamed_rows = distinct_runs(rows, marks)
         if not carry.is_empty():
             runs = pl.concat([carry, runs]).sort("run_id")
         # A suffixed id can sort past the next range's first ids; it then waits for that bucket.

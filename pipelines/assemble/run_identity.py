@@ -4,39 +4,75 @@ provenance, and ids made unique where two run keys slug to the same id."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from pipelines.core import schemas
 
+if TYPE_CHECKING:
+    from pipelines.assemble.history import History
+
 # Rows whose run got a suffixed id, for run_snapshots.
 RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})
 # Deduplicated runs before `normalize.describe` adds the columns staging leaves out.
-STAGED_RUNS = pl.Schema({**schemas.RUN_ROWS, "first_seen_snapshot": pl.String, "last_seen_snapshot": pl.String, "in_latest": pl.Boolean})
+STAGED_RUNS = pl.Schema(
+    {
+        **schemas.RUN_ROWS,
+        "first_seen_snapshot": pl.String,
+        "last_seen_snapshot": pl.String,
+        "in_latest": pl.Boolean,
+        # The first CI snapshot that carries the run (its benchmarked commit and release are the run's), if one does.
+        "ci_snapshot": pl.String,
+        "on_branch": pl.Boolean,
+    }
+)
 # The run key of SPEC section 2, in the column names of RUN_ROWS.
 RUN_KEY = ("kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
 
 
-def distinct_runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+@dataclass(frozen=True)
+class SnapshotMarks:
+    """The snapshots whose rows give a run its CI folder, and those no longer on their branch."""
+
+    ci: frozenset[str] = frozenset()
+    off_branch: frozenset[str] = frozenset()
+
+    def is_ci(self) -> pl.Expr:
+        return pl.col("snapshot_id").is_in(list(self.ci)) if self.ci else pl.lit(False)
+
+    def is_on_branch(self) -> pl.Expr:
+        return ~pl.col("snapshot_id").is_in(list(self.off_branch)) if self.off_branch else pl.lit(True)
+
+
+def marks_of(history: History) -> SnapshotMarks:
+    return SnapshotMarks(ci=history.ci, off_branch=history.off_branch)
+
+
+def distinct_runs(rows: pl.DataFrame, marks: SnapshotMarks | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The distinct runs among `rows`, sorted by run_id: each run's first occurrence in history with its
     provenance, ids made unique; and (snapshot_id, row_number, run_id) of the rows whose run got a new id."""
     # One chunk: gathers from a frame of many chunks (one per file piece) are several times slower.
+    marks = marks or SnapshotMarks()
     rows = rows.rechunk() if rows["_order"].is_sorted() else rows.sort("_order")
-    distinct = each_row_a_run(rows)
+    distinct = each_row_a_run(rows, marks)
     if distinct is not None:
         return distinct, pl.DataFrame(schema=RENAMED)
     key = list(RUN_KEY)
     rows = rows.with_columns(pl.struct(key).hash().alias("_key"))
-    provenance = _provenance(rows)
+    provenance = _provenance(rows, marks)
     if provenance.height < rows.height and not _one_key_per_hash(rows, provenance):
         # Two keys share a hash: group by the keys themselves.
         rows = rows.with_columns(pl.col("_order").min().over(key).alias("_key"))
-        provenance = _provenance(rows)
+        provenance = _provenance(rows, marks)
     # One gather of the wide rows: the first occurrences, already in run_id order.
     runs = rows[provenance["_row"]].with_columns(
         pl.col("snapshot_id").alias("first_seen_snapshot"),
         provenance["last_seen_snapshot"],
         provenance["in_latest"],
+        provenance["ci_snapshot"],
+        provenance["on_branch"],
     )
     renamed_rows = pl.DataFrame(schema=RENAMED)
     neighbours = (pl.col("run_id") == pl.col("run_id").shift(1)) | (pl.col("run_id") == pl.col("run_id").shift(-1))
@@ -48,7 +84,7 @@ def distinct_runs(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return runs.select(STAGED_RUNS.names()).cast(STAGED_RUNS), renamed_rows
 
 
-def each_row_a_run(rows: pl.DataFrame) -> pl.DataFrame | None:
+def each_row_a_run(rows: pl.DataFrame, marks: SnapshotMarks | None = None) -> pl.DataFrame | None:
     """`distinct_runs` of rows whose run ids are all distinct (a file's first ingest: every row a new run), found
     with one sort instead of hashing every key; None when an id repeats. A repeated key always repeats
     its id, so distinct ids mean distinct keys, each seen once, and no id to disambiguate."""
@@ -56,29 +92,43 @@ def each_row_a_run(rows: pl.DataFrame) -> pl.DataFrame | None:
     ids = rows["run_id"].gather(by_id)
     if (ids == ids.shift(1)).any():
         return None
+    marks = marks or SnapshotMarks()
     return (
         rows[by_id]
         .with_columns(
             pl.col("snapshot_id").alias("first_seen_snapshot"),
             pl.col("snapshot_id").alias("last_seen_snapshot"),
             pl.col("_latest").alias("in_latest"),
+            pl.when(marks.is_ci()).then(pl.col("snapshot_id")).alias("ci_snapshot"),
+            marks.is_on_branch().alias("on_branch"),
         )
         .select(STAGED_RUNS.names())
         .cast(STAGED_RUNS)
     )
 
 
-def _provenance(rows: pl.DataFrame) -> pl.DataFrame:
-    """Per run key (`_key`): the row of its first occurrence, its last snapshot and whether any of its
-    snapshots is a latest one; sorted by run_id. Rows are in history order, which group_by keeps within groups."""
+def _provenance(rows: pl.DataFrame, marks: SnapshotMarks) -> pl.DataFrame:
+    """Per run key (`_key`): the row of its first occurrence, its last snapshot on the branch (else its last), whether
+    any of its snapshots is a latest one, its first CI snapshot and whether one of its snapshots is on the branch;
+    sorted by run_id. Rows are in history order (snapshots on the branch first), which group_by keeps within groups."""
     return (
-        rows.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "_key", "run_id", "snapshot_id", "_latest")
+        rows.select(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+            "_key",
+            "run_id",
+            "snapshot_id",
+            "_latest",
+            marks.is_ci().alias("_ci"),
+            marks.is_on_branch().alias("_on"),
+        )
         .group_by("_key")
         .agg(
             pl.col("_row").first(),
             pl.col("run_id").first(),
-            pl.col("snapshot_id").last().alias("last_seen_snapshot"),
+            pl.coalesce(pl.col("snapshot_id").filter(pl.col("_on")).last(), pl.col("snapshot_id").last()).alias("last_seen_snapshot"),
             pl.col("_latest").any().alias("in_latest"),
+            pl.col("snapshot_id").filter(pl.col("_ci")).first().alias("ci_snapshot"),
+            pl.col("_on").any().alias("on_branch"),
         )
         .sort("run_id", "_row")
     )

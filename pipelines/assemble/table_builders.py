@@ -8,15 +8,10 @@ from datetime import datetime
 
 import polars as pl
 
+from pipelines.assemble.history import History
 from pipelines.core import catalog, documents, schemas
 from pipelines.core.canonical import canonical_json, digest
 from pipelines.ingest.normalize_rules import UNIT_CONVERSIONS
-from pipelines.ingest.staging import SnapshotMeta
-
-
-def snapshot_order(metas: list[SnapshotMeta]) -> list[SnapshotMeta]:
-    """Oldest first: by position in the source's history, then by when a plain file was ingested."""
-    return sorted(metas, key=lambda m: (m.sequence, m.ingest_seq, m.source_file))
 
 
 def measurements(runs: pl.DataFrame) -> pl.DataFrame:
@@ -86,7 +81,7 @@ def protocols(metric_passes: list[tuple[str, str]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schemas.PROTOCOLS)
 
 
-def snapshots(metas: list[SnapshotMeta], latest: set[str]) -> pl.DataFrame:
+def snapshots(history: History) -> pl.DataFrame:
     rows = [
         {
             "snapshot_id": m.snapshot_id,
@@ -95,7 +90,7 @@ def snapshots(metas: list[SnapshotMeta], latest: set[str]) -> pl.DataFrame:
             "commit": m.commit,
             "committed_at": datetime.fromisoformat(m.committed_at) if m.committed_at else None,
             "subject": m.subject,
-            "sequence": m.sequence,
+            "sequence": history.sequence(m),
             "content_sha256": m.content_sha256,
             "status": m.status,
             "reason": m.reason,
@@ -103,12 +98,16 @@ def snapshots(metas: list[SnapshotMeta], latest: set[str]) -> pl.DataFrame:
             "row_count": m.row_count,
             "accepted": m.accepted,
             "quarantined": m.quarantined,
-            "is_latest": m.snapshot_id in latest,
+            "is_latest": m.snapshot_id in history.latest,
             "bom": m.bom,
             "line_end": m.line_end,
             "final_newline": m.final_newline,
             "layout": json.dumps(m.layout) if m.layout else None,
+            "stream": m.stream,
+            "benchmarked_commit": m.benchmarked_commit,
+            "release": m.release,
+            "on_branch": history.on_branch(m),
         }
-        for m in snapshot_order(metas)
+        for m in history.ordered
     ]
     return pl.DataFrame(rows, schema=schemas.SNAPSHOTS)

@@ -16,12 +16,15 @@ import polars as pl
 
 from pipelines.assemble import external_sort
 from pipelines.assemble.external_sort import StagedPart, read_part
-from pipelines.assemble.table_builders import environments, measurements, protocols, snapshot_order, snapshots
+from pipelines.assemble.history import History
+from pipelines.assemble.run_identity import marks_of
+from pipelines.assemble.table_builders import environments, measurements, protocols, snapshots
 from pipelines.core import catalog, schemas
 from pipelines.core.background import ahead
 from pipelines.core.canonical import canonical_json
 from pipelines.ingest.normalize_cache import DistinctCache
 from pipelines.ingest.normalize_describe import describe
+from pipelines.ingest.source_types import Listing
 from pipelines.ingest.staging import RUN_ROWS_UNIQUE, WORKLOADS, SnapshotMeta, snapshot_key, staged_metas, staging_dir
 from pipelines.storage import store
 
@@ -33,19 +36,13 @@ ROW_TABLES_UNIQUE = {"runs": RUN_ROWS_UNIQUE, "measurements": ("run_id", "value"
 SORTED_BY = {"runs": "run_id", "measurements": "run_id"}
 
 
-def latest_snapshot_ids(metas: list[SnapshotMeta], files_at_head: list[str] | None) -> set[str]:
-    """The newest ingested snapshot of each file still present at the source's head."""
-    newest: dict[str, SnapshotMeta] = {}
-    for meta in snapshot_order([m for m in metas if m.status == "ingested"]):
-        newest[meta.source_file] = meta
-    return {m.snapshot_id for f, m in newest.items() if files_at_head is None or f in files_at_head}
-
-
-def fingerprint(metas: list[SnapshotMeta], files_at_head: list[str] | None) -> str:
-    """Changes whenever an assembled table could change: staged snapshots, head files, catalogs."""
+def fingerprint(metas: list[SnapshotMeta], listing: Listing | None) -> str:
+    """Changes whenever an assembled table could change: staged snapshots, the branch as it is now (which
+    snapshots are on it, in which order, which files are at its head), catalogs."""
     parts = {
         "snapshots": sorted(json.dumps(asdict(m), sort_keys=True) for m in metas),
-        "files_at_head": sorted(files_at_head) if files_at_head is not None else None,
+        "files_at_head": sorted(listing.files_at_head) if listing is not None else None,
+        "on_branch": [[ref.snapshot_id, ref.sequence] for ref in listing.snapshots] if listing is not None else None,
         "catalogs": [p.read_text() for p in sorted(catalog.CATALOG_DIR.glob("*.csv"))],
     }
     return hashlib.sha256(canonical_json(parts).encode()).hexdigest()
@@ -57,23 +54,23 @@ class TableFile:
     rows: int
 
 
-def staged_parts(warehouse: Path, metas: list[SnapshotMeta], prefix: str, latest: set[str]) -> list[StagedPart]:
+def staged_parts(warehouse: Path, history: History, prefix: str) -> list[StagedPart]:
     """The `prefix` parts of every staged snapshot, oldest snapshot first, each snapshot's in row order."""
     return [
-        StagedPart(path, m.snapshot_id, position, m.snapshot_id in latest)
-        for position, m in enumerate(snapshot_order(metas))
+        StagedPart(path, m.snapshot_id, position, m.snapshot_id in history.latest)
+        for position, m in enumerate(history.ordered)
         for path in sorted((staging_dir(warehouse) / snapshot_key(m.snapshot_id)).glob(f"{prefix}-*.parquet"))
     ]
 
 
-def assemble(warehouse: Path, files_at_head: list[str] | None) -> dict[str, pl.DataFrame]:
+def assemble(warehouse: Path, listing: Listing | None) -> dict[str, pl.DataFrame]:
     """Every table in memory: what `write_tables` writes, read back (for small warehouses and tests)."""
     with tempfile.TemporaryDirectory(prefix="assemble-") as folder:
-        files = write_tables(warehouse, files_at_head, Path(folder))
+        files = write_tables(warehouse, listing, Path(folder))
         return {name: pl.read_parquet(file.path, schema=schemas.TABLES[name]) for name, file in files.items()}
 
 
-def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) -> dict[str, TableFile]:
+def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[str, TableFile]:
     """Write every table from the staged snapshots into `out` (one Parquet file each), in memory bounded
     by BUCKET_ROWS whatever the warehouse's size.
 
@@ -83,10 +80,10 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
     ranges are in order, so the buckets' sorted runs, one after another, are all runs sorted.
     """
     metas = staged_metas(warehouse)
-    latest = latest_snapshot_ids(metas, files_at_head)
-    row_parts = staged_parts(warehouse, metas, "rows", latest)
+    history = History(tuple(metas), listing)
+    row_parts = staged_parts(warehouse, history, "rows")
     accepted = sum(m.accepted for m in metas)
-    describing = _Describing(_staged_cache(warehouse, metas), _sources(metas))
+    describing = _Describing(_staged_cache(warehouse, metas), history.sources())
     scratch = out / "_buckets"
     runs_writer, measurements_writer, mapped_writer = (
         store.ParquetAppender(out / f"{name}.parquet", schemas.TABLES[name], unique, sorted_by=SORTED_BY.get(name))
@@ -103,7 +100,9 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
         # thread per file).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="measurements") as measuring:
             sorted_runs = ahead(
-                external_sort.sorted_runs(row_parts, external_sort.bucket_bounds(row_parts, accepted), scratch, mapped_writer)
+                external_sort.sorted_runs(
+                    row_parts, external_sort.bucket_bounds(row_parts, accepted), scratch, mapped_writer, marks_of(history)
+                )
             )
             for runs, renamed_rows in ahead(_described(sorted_runs, describing)):
                 measured = measuring.submit(lambda bucket: measurements_writer.write(measurements(bucket)), runs)
@@ -124,12 +123,12 @@ def write_tables(warehouse: Path, files_at_head: list[str] | None, out: Path) ->
         "run_snapshots": TableFile(mapped_writer.path, mapped_writer.rows)
         if renamed_rows.is_empty()
         else _write_run_snapshots(row_parts, renamed_rows, mapped_writer.path),
-        "quarantine": _write_quarantine(staged_parts(warehouse, metas, "quarantine", latest), out / "quarantine.parquet"),
+        "quarantine": _write_quarantine(staged_parts(warehouse, history, "quarantine"), out / "quarantine.parquet"),
     }
     small = {
         "environments": environments(sorted(gpus)),
         "protocols": protocols(sorted(metric_passes)),
-        "snapshots": snapshots(metas, latest),
+        "snapshots": snapshots(history),
     }
     for name, frame in small.items():
         store.write_parquet(frame, out / f"{name}.parquet")
@@ -165,14 +164,6 @@ def _kept_answers(path: Path, schema: pl.Schema) -> pl.DataFrame | None:
     if any(frame.schema.get(name) != dtype for name, dtype in schema.items()):
         return None
     return frame.select(schema.names())
-
-
-def _sources(metas: list[SnapshotMeta]) -> pl.DataFrame:
-    return pl.DataFrame(
-        [(m.snapshot_id, m.source, m.source_file) for m in metas],
-        schema={"snapshot_id": pl.String, "source": pl.String, "source_file": pl.String},
-        orient="row",
-    )
 
 
 def _described(

@@ -16,6 +16,8 @@ from pipelines.core import settings
 from pipelines.storage import store
 
 CONFIG = "dagster.yaml"
+# Which warehouse an instance serves: its partitions are that warehouse's snapshots.
+CLAIM = ".liger-warehouse"
 # The checkout's storage paths, relative to the project root, made relative to the instance folder itself.
 _STORAGE = re.compile(r"^(\s*base_dir: )data/dagster(?:/(\S+))?$", re.MULTILINE)
 _HEADER = "# Written by `python -m pipelines` from the project's dagster.yaml; paths are relative to this folder.\n"
@@ -43,3 +45,30 @@ def ensure_home(home: Path) -> Path:
         home.mkdir(parents=True, exist_ok=True)
         store.write_bytes_atomic(config, packaged_config().encode())
     return home
+
+
+class InstanceTaken(RuntimeError):
+    """The Dagster instance already serves another warehouse: sharing it would mix two histories' partitions."""
+
+
+def claim(home: Path, warehouse: Path) -> None:
+    """Have the instance in `home` serve `warehouse`, or refuse: one instance holds one warehouse's partitions (the
+    snapshots of its source), and two warehouses in one would each try to stage the other's. A claim whose warehouse
+    is gone is taken over."""
+    marker = home / CLAIM
+    mine = str(warehouse.resolve())
+    try:
+        held = marker.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        held = ""
+    except OSError:
+        return  # an unreadable instance folder: Dagster says so when it opens it
+    if held and held != mine and Path(held).is_dir():
+        raise InstanceTaken(
+            f"the Dagster instance in {home} serves the warehouse {held}, not WAREHOUSE_DIR {mine}: give this warehouse an "
+            f"instance of its own (set DAGSTER_HOME to another folder; `python -m pipelines` writes its dagster.yaml there), "
+            f"or set WAREHOUSE_DIR={held}"
+        )
+    if held != mine:
+        home.mkdir(parents=True, exist_ok=True)
+        store.write_bytes_atomic(marker, f"{mine}\n".encode())

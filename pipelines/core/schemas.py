@@ -102,6 +102,14 @@ RUNS = pl.Schema(
         "raw_config": pl.String,
         # Values of columns upstream added beyond the known ones, as a JSON object.
         "extra_columns": pl.String,
+        # The backend its file was written for (SPEC section 4): an implementation is (provider, backend).
+        "backend": pl.String,
+        # The stream of its first snapshot (`data`, `ci`, `file`); the CI folder that carried it, if one did.
+        "stream": pl.String,
+        "benchmarked_commit": pl.String,
+        "release": pl.String,
+        # Seen in a snapshot still on its branch (false: only history that a force-push removed holds it).
+        "on_branch": pl.Boolean,
     }
 )
 
@@ -165,6 +173,10 @@ SNAPSHOTS = pl.Schema(
         "line_end": pl.String,  # `\r\n` (as upstream's csv writer writes) or `\n`
         "final_newline": pl.Boolean,
         "layout": pl.String,  # JSON: separators and record texts other than the writer's, why not exact; null if none
+        "stream": pl.String,  # data | ci | file (SPEC section 7)
+        "benchmarked_commit": pl.String,  # from a CI folder's name
+        "release": pl.String,
+        "on_branch": pl.Boolean,  # still reachable from its branch (SPEC section 1)
     }
 )
 
@@ -204,6 +216,11 @@ RUN_ROWS_LEFT_OUT = (
     "first_seen_snapshot",
     "last_seen_snapshot",
     "in_latest",
+    "backend",
+    "stream",
+    "benchmarked_commit",
+    "release",
+    "on_branch",
 )
 # What the normalizer stages for each accepted row, before runs are deduplicated.
 RUN_ROWS = pl.Schema(

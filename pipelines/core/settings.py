@@ -20,6 +20,10 @@ DEFAULT_SOURCE = "https://github.com/linkedin/Liger-Kernel.git"
 DEFAULT_BRANCH = "main"
 DEFAULT_FILE_GLOB = "benchmark/data/all_benchmark_data*.csv"
 DEFAULT_BASELINES = ("huggingface", "torch")
+# Upstream's CI history (SPEC section 7): one folder per benchmarked commit on the `gh-pages` branch.
+DEFAULT_CI_BRANCH = "gh-pages"
+DEFAULT_CI_FILE_GLOB = "benchmarks/*/benchmark.csv"
+STREAMS = ("data", "ci")
 
 
 def _project_path(value: str) -> Path:
@@ -34,6 +38,12 @@ class Settings:
     source: str  # LIGER_SOURCE
     branch: str  # LIGER_BRANCH
     file_glob: str  # LIGER_FILE_GLOB
+    streams: tuple[str, ...]  # LIGER_STREAMS: which of the git source's streams are read (`data`, `ci`)
+    # LIGER_CI_SOURCE and LIGER_CI_BRANCH: the `ci` stream's repository and branch, None when unset (LIGER_SOURCE and
+    # DEFAULT_CI_BRANCH). While both are unset, a source without that branch has an empty `ci` stream.
+    ci_source: str | None
+    ci_branch: str | None
+    ci_file_glob: str  # LIGER_CI_FILE_GLOB
     baselines: tuple[str, ...]  # LIGER_BASELINES, comma-separated
     staging_workers: int  # LIGER_STAGING_WORKERS: how many snapshots are staged at once
     sensor_interval_s: int  # LIGER_SENSOR_INTERVAL_S: at least this long between two ticks of the upstream sensor
@@ -50,12 +60,23 @@ def read(environ: Mapping[str, str] | None = None) -> Settings:
         raw = text(name, "")
         return int(raw) if raw.isdigit() and int(raw) > 0 else default
 
+    streams = tuple(dict.fromkeys(name.strip().lower() for name in text("LIGER_STREAMS", ",".join(STREAMS)).split(",") if name.strip()))
+    unknown = [name for name in streams if name not in STREAMS]
+    if unknown or not streams:
+        raise ValueError(
+            f"LIGER_STREAMS={env.get('LIGER_STREAMS')!r} names no stream or an unknown one: use a comma-separated subset of data,ci"
+        )
+    source = text("LIGER_SOURCE", DEFAULT_SOURCE)
     return Settings(
         warehouse_dir=_project_path(text("WAREHOUSE_DIR", "data/warehouse")),
         cache_dir=_project_path(text("LIGER_CACHE_DIR", "data/cache")),
-        source=text("LIGER_SOURCE", DEFAULT_SOURCE),
+        source=source,
         branch=text("LIGER_BRANCH", DEFAULT_BRANCH),
         file_glob=text("LIGER_FILE_GLOB", DEFAULT_FILE_GLOB),
+        streams=streams,
+        ci_source=text("LIGER_CI_SOURCE", "") or None,
+        ci_branch=text("LIGER_CI_BRANCH", "") or None,
+        ci_file_glob=text("LIGER_CI_FILE_GLOB", DEFAULT_CI_FILE_GLOB),
         baselines=tuple(p.strip() for p in text("LIGER_BASELINES", "").split(",") if p.strip()) or DEFAULT_BASELINES,
         staging_workers=count("LIGER_STAGING_WORKERS", min(2, os.cpu_count() or 1)),
         sensor_interval_s=count("LIGER_SENSOR_INTERVAL_S", 3600),
@@ -72,9 +93,11 @@ def absolute_source(value: str, cwd: Path) -> str:
 
 
 def use_absolute_source() -> None:
-    """Make a relative `LIGER_SOURCE` in the environment absolute, for a command about to change directory."""
-    if value := os.environ.get("LIGER_SOURCE"):
-        os.environ["LIGER_SOURCE"] = absolute_source(value, Path.cwd())
+    """Make a relative `LIGER_SOURCE` (and `LIGER_CI_SOURCE`) in the environment absolute, for a command about to
+    change directory."""
+    for name in ("LIGER_SOURCE", "LIGER_CI_SOURCE"):
+        if value := os.environ.get(name):
+            os.environ[name] = absolute_source(value, Path.cwd())
 
 
 def use_absolute_paths() -> None:

@@ -1,9 +1,10 @@
+import os
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.core import settings
+from pipelines.core import instance, lifetime, settings
 from pipelines.duck import db
 from pipelines.ingest.steps import SourceSettings
 from pipelines.storage import store
@@ -19,6 +20,11 @@ class Warehouse(dg.ConfigurableResource):
     source: str
     branch: str
     file_glob: str
+    streams: list[str] = ["data"]
+    # Empty: the source's repository, upstream's CI branch (see SourceSettings).
+    ci_source: str = ""
+    ci_branch: str = ""
+    ci_file_glob: str = settings.DEFAULT_CI_FILE_GLOB
     cache_dir: str
     baselines: list[str]
     staging_workers: int = 1
@@ -28,11 +34,22 @@ class Warehouse(dg.ConfigurableResource):
         return Path(self.warehouse_dir)
 
     def source_settings(self) -> SourceSettings:
-        return SourceSettings(self.source, self.branch, self.file_glob, Path(self.cache_dir))
+        return SourceSettings(
+            self.source,
+            self.branch,
+            self.file_glob,
+            Path(self.cache_dir),
+            streams=tuple(self.streams),
+            ci_source=self.ci_source or None,
+            ci_branch=self.ci_branch or None,
+            ci_file_glob=self.ci_file_glob,
+        )
 
     def writing(self) -> AbstractContextManager[None]:
         """Hold the warehouse for writing: its file lock (Dagster's pool serializes Dagster's writers, the lock
-        also the CLI's), and a table commit a killed writer left half done is finished first."""
+        also the CLI's), and a table commit a killed writer left half done is finished first. A step process
+        dies with its run's process, so that nothing of a killed run writes after it."""
+        lifetime.step_dies_with_run()
         return store.writer_lock(self.path)
 
     def reading(self) -> AbstractContextManager[db.Session]:
@@ -42,11 +59,18 @@ class Warehouse(dg.ConfigurableResource):
 
 def default_warehouse() -> Warehouse:
     current = settings.read()
+    if home := os.environ.get("DAGSTER_HOME"):
+        # The daemon, the webserver and `dg dev` load the definitions on the instance in DAGSTER_HOME.
+        instance.claim(Path(home), current.warehouse_dir)
     return Warehouse(
         warehouse_dir=str(current.warehouse_dir),
         source=current.source,
         branch=current.branch,
         file_glob=current.file_glob,
+        streams=list(current.streams),
+        ci_source=current.ci_source or "",
+        ci_branch=current.ci_branch or "",
+        ci_file_glob=current.ci_file_glob,
         cache_dir=str(current.cache_dir),
         baselines=list(current.baselines),
         staging_workers=current.staging_workers,

@@ -38,13 +38,18 @@ def describe(runs: pl.DataFrame, cache: DistinctCache, sources: pl.DataFrame) ->
     on a distinct value (config, GPU, benchmark, implementation, group, snapshot), joined back once the
     rows are down to their runs, so they are never written, read back and sorted with every staged row.
 
-    `sources` holds the source and source_file of each snapshot_id."""
+    `sources` holds, per snapshot_id, its source, source_file, stream and backend (taken from the run's first
+    snapshot) and its CI folder's benchmarked_commit and release (taken from the run's first CI snapshot)."""
     frame = cache.workloads.attach(runs.rename({"raw_config": "extra_benchmark_config_str"}))
     frame = frame.rename({"extra_benchmark_config_str": "raw_config"})
     frame = cache.environments.attach(frame)
     frame = cache.benchmarks.attach(frame)
     frame = cache.implementations.attach(frame)
-    frame = frame.join(sources, on="snapshot_id", how="left", maintain_order="left")
+    ci_folders = ["benchmarked_commit", "release"]
+    frame = frame.join(sources.drop(ci_folders), on="snapshot_id", how="left", maintain_order="left")
+    frame = frame.join(
+        sources.select(pl.col("snapshot_id").alias("ci_snapshot"), *ci_folders), on="ci_snapshot", how="left", maintain_order="left"
+    )
     return frame.with_columns(
         sha256_hex(frame.select(_group_json()).to_series()).alias("group_id"),
         # slug("liger {benchmark} {provider} {gpu} {workload slug}") is the slugs of its parts joined by

@@ -12,8 +12,9 @@ from pathlib import Path
 from pipelines.ingest.source_address import classify
 from pipelines.ingest.source_csv import CsvSource
 from pipelines.ingest.source_git import GitSource
+from pipelines.ingest.source_streams import GitStreams
 
-Source = GitSource | CsvSource
+Source = GitSource | GitStreams | CsvSource
 
 
 def open_source(source: str, cache_dir: Path, branch: str, file_glob: str) -> Source:

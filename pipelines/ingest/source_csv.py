@@ -147,6 +147,7 @@ class CsvSource:
             subject=None,
             sequence=0,
             content_sha256=sha,
+            stream="file",
         )
         return Listing(head=sha, snapshots=(ref,), files_at_head=(self.file_name,))
 

@@ -18,10 +18,19 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipelines.core.backends import ci_folder
 from pipelines.core.settings import DEFAULT_FILE_GLOB
 from pipelines.ingest.source_address import git_url
 from pipelines.ingest.source_retry import cache_lock, with_retries
-from pipelines.ingest.source_types import BranchNotFound, DeadlineExceeded, Listing, SnapshotRef, SourceError, unreachable
+from pipelines.ingest.source_types import (
+    BranchNotFound,
+    DeadlineExceeded,
+    Listing,
+    ShallowSource,
+    SnapshotRef,
+    SourceError,
+    unreachable,
+)
 from pipelines.storage import store
 
 # Overall deadlines of the steps that wait on someone else: past one, the step fails with a SourceError
@@ -66,13 +75,14 @@ def _git_ok(args: list[str], cwd: Path | None = None) -> bytes:
 
 
 class GitSource:
-    def __init__(self, source: str, cache_dir: Path, branch: str, file_glob: str):
+    def __init__(self, source: str, cache_dir: Path, branch: str, file_glob: str, stream: str = "data"):
         if not _SAFE_REF.match(branch) or branch.startswith("-") or ".." in branch:
             raise SourceError(f"branch name {branch!r} is not a plain git branch name")
         self.source = source
         self.url = git_url(source)
         self.branch = branch
         self.file_glob = file_glob
+        self.stream = stream
         key = hashlib.sha256(f"{self.url}\n{branch}".encode()).hexdigest()[:16]
         self.clone_dir = cache_dir / f"git-{key}"
 
@@ -104,9 +114,18 @@ class GitSource:
                 *self.clone_dir.parent.glob(f".{self.clone_dir.name}{store.TMP_MARK}*"),
             ]:
                 shutil.rmtree(stale, ignore_errors=True)
-            if self.clone_dir.is_dir() and self._fetch():
-                return
-            self._fresh_clone()
+            if not (self.clone_dir.is_dir() and self._fetch()):
+                self._fresh_clone()
+            self._deepen()
+
+    def _deepen(self) -> None:
+        """A shallow clone (of a shallow source) shows only its newest commits: its oldest would pass for upstream's
+        first. Deepen it from the source; when the source itself is shallow, refuse it."""
+        if _git(["rev-parse", "--is-shallow-repository"], self.clone_dir).stdout.strip() != b"true":
+            return
+        _git(["fetch", "--quiet", "--force", "--unshallow", "--", self.url, f"+{self._ref}:{self._ref}"], self.clone_dir)
+        if _git(["rev-parse", "--is-shallow-repository"], self.clone_dir).stdout.strip() == b"true":
+            raise ShallowSource(self.source, self.branch)
 
     @property
     def _staging_prefix(self) -> str:
@@ -167,9 +186,12 @@ class GitSource:
         return fnmatch.fnmatchcase(path, self.file_glob)
 
     def listing(self) -> Listing:
-        """Every commit on the branch (first parent, oldest first) that added or changed a matching file.
+        """Every commit on the branch (first parent, oldest first) that gave a matching file a content it never had.
 
-        Only regular files count: a submodule (gitlink) or symlink at a matching path holds no data.
+        Only regular files count: a submodule (gitlink) or symlink at a matching path holds no data. A file deleted
+        and restored with the same bytes (upstream's documentation deploys wipe `gh-pages` and restore it) is no
+        new snapshot: every distinct content of a path is one snapshot, named by the first commit that gave it
+        that content; the listing says which snapshot holds each file's content at head.
         """
         head = _git_ok(["rev-parse", "--verify", self._ref], self.clone_dir).decode().strip()
         log = _git_ok(
@@ -188,6 +210,7 @@ class GitSource:
             self.clone_dir,
         ).decode("utf-8", errors="replace")
         snapshots: list[SnapshotRef] = []
+        first_with: dict[tuple[str, str], str] = {}
         ever_matched = False
         for sequence, record in enumerate(r for r in log.split("\x1e") if r.strip()):
             header, _, changes = record.partition("\x00")
@@ -198,17 +221,22 @@ class GitSource:
                 if not self._matches(path):
                     continue
                 ever_matched = True
-                _, new_mode, _, _, status = change.lstrip(":").split(" ")
-                if status[0] in "AMT" and new_mode in _REGULAR_FILE_MODES:
+                _, new_mode, _, blob, status = change.lstrip(":").split(" ")
+                if status[0] in "AMT" and new_mode in _REGULAR_FILE_MODES and (path, blob) not in first_with:
+                    first_with[path, blob] = f"{commit[:12]}/{self._data_path(path)}"
+                    benchmarked, release = ci_folder(path) if self.stream == "ci" else (None, None)
                     snapshots.append(
                         SnapshotRef(
-                            snapshot_id=f"{commit[:12]}/{self._data_path(path)}",
+                            snapshot_id=first_with[path, blob],
                             source=self.source,
                             source_file=path,
                             commit=commit,
                             committed_at=datetime.fromisoformat(committed).astimezone(UTC),
                             subject=subject,
                             sequence=sequence + 1,
+                            stream=self.stream,
+                            benchmarked_commit=benchmarked,
+                            release=release,
                         )
                     )
         if not ever_matched:
@@ -217,13 +245,14 @@ class GitSource:
                 f"set LIGER_FILE_GLOB to the data files' path pattern (default {DEFAULT_FILE_GLOB!r})"
             )
         tree = _git_ok(["ls-tree", "-r", "-z", self._ref], self.clone_dir).decode("utf-8", errors="replace")
-        files = []
+        files: dict[str, str] = {}
         for entry in filter(None, tree.split("\x00")):
             info, _, path = entry.partition("\t")
-            mode, kind, _ = info.split(" ", 2)
+            mode, kind, blob = info.split(" ", 2)
             if kind == "blob" and mode in _REGULAR_FILE_MODES and self._matches(path):
-                files.append(path)
-        return Listing(head=head, snapshots=tuple(snapshots), files_at_head=tuple(sorted(files)))
+                files[path] = blob
+        at_head = tuple(first_with[path, blob] for path, blob in sorted(files.items()) if (path, blob) in first_with)
+        return Listing(head=head, snapshots=tuple(snapshots), files_at_head=tuple(sorted(files)), head_snapshots=at_head)
 
     def read(self, ref: SnapshotRef) -> bytes:
         return _git_ok(["cat-file", "blob", f"{ref.commit}:{ref.source_file}"], self.clone_dir)

@@ -19,6 +19,16 @@ class BranchNotFound(SourceError):
         )
 
 
+class ShallowSource(SourceError):
+    """The source shows only part of its history: reading it would call its oldest commit upstream's first."""
+
+    def __init__(self, source: str, branch: str):
+        super().__init__(
+            f"the Liger benchmark source {source!r} is a shallow clone (branch {branch!r} lacks its older history): "
+            "run `git fetch --unshallow` in it, or set LIGER_SOURCE to a full clone or upstream's URL"
+        )
+
+
 class DeadlineExceeded(SourceError):
     """A step ran past its deadline; trying again at once would only wait as long again."""
 
@@ -38,6 +48,11 @@ class SnapshotRef:
     # The content's sha256 when listing it already took one (a CSV source hashes its file to name
     # the snapshot), so staging need not read a large file twice for it.
     content_sha256: str | None = None
+    # Which of the source's streams lists it (SPEC section 7): `data`, `ci`, or `file` for a plain CSV source.
+    stream: str = "data"
+    # What a CI folder's name says (`benchmarks/<commit>[-v<release>]/`); None elsewhere.
+    benchmarked_commit: str | None = None
+    release: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,9 @@ class Listing:
     head: str | None
     snapshots: tuple[SnapshotRef, ...]
     files_at_head: tuple[str, ...]
+    # The snapshot holding each file's content at head, where the source can tell (a file can return to a content it
+    # had before, which is no new snapshot); None: a file's newest snapshot is its content at head.
+    head_snapshots: tuple[str, ...] | None = None
 
 
 def unreachable(source: str, detail: str) -> SourceError:

@@ -8,11 +8,13 @@ worker opens the source once and keeps its own lookup cache.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipelines.core import lifetime
 from pipelines.ingest import staging
 from pipelines.ingest.normalize_cache import DistinctCache
 from pipelines.ingest.source_types import SnapshotRef
@@ -37,7 +39,7 @@ def stage_all(
         return
     # spawn, not fork: a forked copy of a process running polars' or Dagster's threads can deadlock.
     pool = ProcessPoolExecutor(
-        min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_open, initargs=(settings,)
+        min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_open, initargs=(settings, os.getpid())
     )
     try:
         futures = [pool.submit(_stage, warehouse, ref, seq) for ref, seq in jobs]
@@ -47,7 +49,8 @@ def stage_all(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _open(settings: SourceSettings) -> None:
+def _open(settings: SourceSettings, parent: int) -> None:
+    lifetime.die_with_parent(parent)
     _worker["source"] = settings.open()
     _worker["cache"] = DistinctCache()
 

@@ -82,6 +82,10 @@ class SnapshotMeta:
     line_end: str = "\r\n"
     final_newline: bool = True
     layout: dict = field(default_factory=dict)
+    # Which stream listed it and what its CI folder names (SPEC section 7); metas staged before streams are `data`.
+    stream: str = "data"
+    benchmarked_commit: str | None = None
+    release: str | None = None
 
 
 def staging_dir(warehouse: Path) -> Path:
@@ -315,6 +319,9 @@ def stage_snapshot(
             line_end=layout.line_end,
             final_newline=layout.final_newline,
             layout=layout.as_json(),
+            stream=ref.stream,
+            benchmarked_commit=ref.benchmarked_commit,
+            release=ref.release,
         )
         (tmp / META).write_text(json.dumps(asdict(meta), indent=2))
         store.fsync_dir(tmp)

@@ -7,11 +7,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+import polars as pl
+
 from pipelines.assemble import tables
-from pipelines.core import schemas
+from pipelines.core import schemas, settings
 from pipelines.ingest import stage_pool, staging
 from pipelines.ingest.source import Source, open_source
-from pipelines.ingest.source_address import normalized_source
+from pipelines.ingest.source_address import classify, normalized_source
+from pipelines.ingest.source_streams import GitStreams, Stream
 from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
 from pipelines.storage import store
 
@@ -25,9 +28,41 @@ class SourceSettings:
     branch: str
     file_glob: str
     cache_dir: Path
+    # The streams of a git source (SPEC section 7); the `ci` stream's repository, branch and file pattern.
+    streams: tuple[str, ...] = ("data",)
+    # None: the data's repository, upstream's CI branch; while both are None a repository without that branch has an
+    # empty `ci` stream, else a missing branch is refused.
+    ci_source: str | None = None
+    ci_branch: str | None = None
+    ci_file_glob: str = settings.DEFAULT_CI_FILE_GLOB
+
+    def git_streams(self) -> tuple[Stream, ...]:
+        optional = self.ci_source is None and self.ci_branch is None
+        ci = Stream("ci", self.ci_source or self.source, self.ci_branch or settings.DEFAULT_CI_BRANCH, self.ci_file_glob, optional)
+        by_name = {"data": Stream("data", self.source, self.branch, self.file_glob), "ci": ci}
+        return tuple(by_name[name] for name in self.streams)
 
     def open(self) -> Source:
-        return open_source(self.source, self.cache_dir, self.branch, self.file_glob)
+        if classify(self.source) != "git" or self.streams == ("data",):
+            return open_source(self.source, self.cache_dir, self.branch, self.file_glob)
+        return GitStreams(self.git_streams(), self.cache_dir)
+
+    def identity(self) -> dict:
+        """What makes this source this one (SPEC section 1: its address, and each stream's branch and file
+        pattern): a warehouse holds the history of one identity."""
+        if classify(self.source) != "git":
+            return {"source": normalized_source(self.source)}
+        return {
+            "streams": [
+                {"stream": s.name, "source": normalized_source(s.source), "branch": s.branch, "file_glob": s.file_glob}
+                for s in self.git_streams()
+            ]
+        }
+
+    def describe(self) -> str:
+        if classify(self.source) != "git":
+            return repr(self.source)
+        return ", ".join(f"{s.name}: {s.source!r} branch {s.branch!r} files {s.file_glob!r}" for s in self.git_streams())
 
 
 @dataclass
@@ -52,40 +87,55 @@ class TablesReport:
     row_counts: dict[str, int]
     # What the tables were assembled from (the staged snapshots, the files at head, the code).
     fingerprint: str
+    # One line when upstream's history moved under the warehouse (a force-push dropped or restored snapshots).
+    moved: str | None = None
 
 
-def sync(warehouse: Path, settings: SourceSettings) -> Listing:
+def sync(warehouse: Path, source_settings: SourceSettings) -> Listing:
     """Clone or fetch the source and record what it holds now in `_source.json`."""
-    check_same_source(warehouse, settings)
-    source = settings.open()
+    check_same_source(warehouse, source_settings)
+    source = source_settings.open()
     source.sync()
     listing = source.listing()
     store.write_json_atomic(
         warehouse / LISTING,
         {
-            "source": settings.source,
-            "source_key": normalized_source(settings.source),
-            "branch": settings.branch,
+            "source": source_settings.source,
+            "source_key": normalized_source(source_settings.source),
+            "identity": source_settings.identity(),
+            "described": source_settings.describe(),
+            "absent_streams": list(getattr(source, "absent", [])),
+            "branch": source_settings.branch,
             "head": listing.head,
             "files_at_head": list(listing.files_at_head),
+            "head_snapshots": list(listing.head_snapshots) if listing.head_snapshots is not None else None,
             "snapshots": [asdict(ref) | {"committed_at": _iso(ref.committed_at)} for ref in listing.snapshots],
         },
     )
     return listing
 
 
-def check_same_source(warehouse: Path, settings: SourceSettings) -> None:
+def check_same_source(warehouse: Path, source_settings: SourceSettings) -> None:
     """Refuse to ingest a second source into a warehouse that holds one already: the two histories
     would be merged silently (its tables, `in_latest` and exports would mix both). The same source
-    spelled differently (a relative and an absolute path, a file URL) is the same source."""
+    spelled differently (a relative and an absolute path, a file URL) is the same source; another
+    branch, stream or file pattern of it is another source (SPEC section 1)."""
     recorded = _recorded_source(warehouse)
     if recorded is None:
         return
     shown, key = recorded
-    if key != normalized_source(settings.source):
+    if key != normalized_source(source_settings.source):
         raise SourceError(
-            f"the warehouse {warehouse} holds the source {shown!r}, not LIGER_SOURCE {settings.source!r}: one warehouse holds one "
-            f"source; set WAREHOUSE_DIR to another folder for the new source, or delete {warehouse} to rebuild it from the new one"
+            f"the warehouse {warehouse} holds the source {shown!r}, not LIGER_SOURCE {source_settings.source!r}: one warehouse holds "
+            f"one source; set WAREHOUSE_DIR to another folder for the new source, or delete {warehouse} to rebuild it from the new one"
+        )
+    raw = store.read_state(warehouse / LISTING)
+    # A listing written before streams were recorded names its source only: it is taken as this one's.
+    if isinstance(raw.get("identity"), dict) and raw["identity"] != source_settings.identity():
+        raise SourceError(
+            f"the warehouse {warehouse} was built from {raw.get('described') or shown!r}, not from {source_settings.describe()}: "
+            "a branch, stream or file pattern is part of the source (LIGER_BRANCH, LIGER_FILE_GLOB, LIGER_STREAMS, LIGER_CI_*); "
+            f"set them back, set WAREHOUSE_DIR to another folder, or delete {warehouse} to rebuild it"
         )
 
 
@@ -116,7 +166,13 @@ def recorded_listing(warehouse: Path) -> Listing | None:
             SnapshotRef(**(r | {"committed_at": datetime.fromisoformat(r["committed_at"]) if r["committed_at"] else None}))
             for r in raw["snapshots"]
         )
-        return Listing(head=raw["head"], snapshots=refs, files_at_head=tuple(raw["files_at_head"]))
+        at_head = raw.get("head_snapshots")
+        return Listing(
+            head=raw["head"],
+            snapshots=refs,
+            files_at_head=tuple(raw["files_at_head"]),
+            head_snapshots=tuple(at_head) if isinstance(at_head, list) else None,
+        )
     except (TypeError, KeyError, ValueError):
         raise store.DamagedFile(
             f"{path} is damaged (not the listing a sync writes): materialize upstream_source (or everything) to list the source again",
@@ -203,7 +259,7 @@ def _lost(damaged: staging.DamagedSnapshot) -> store.DamagedFile:
     )
 
 
-def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesReport:
+def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
     """Assemble and commit all tables together, unless nothing they depend on changed."""
     metas, damaged = staging.scan_staging(warehouse)
     if damaged:
@@ -211,17 +267,18 @@ def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesRepo
         raise store.DamagedFile(
             f"{damaged[0].problem}: materialize raw_snapshots (or everything), which stages the snapshot again", damaged[0].folder
         )
-    print_ = tables.fingerprint(metas, files_at_head)
+    print_ = tables.fingerprint(metas, listing)
     state_path = warehouse / tables.STATE
     state = store.read_state(state_path)
     if state.get("fingerprint") == print_ and _tables_intact(warehouse, state.get("row_counts")):
         return TablesReport(rewritten=False, row_counts=state["row_counts"], fingerprint=print_)
+    before = _on_branch(warehouse)
     # The tables are written straight into a scratch folder of the warehouse (swept by store.recover if
     # the run dies), then renamed into place together.
     scratch = store.temp_path(warehouse / "_tables")
     scratch.mkdir(parents=True)
     try:
-        files = tables.write_tables(warehouse, files_at_head, scratch)
+        files = tables.write_tables(warehouse, listing, scratch)
         store.commit_files(warehouse, {f"{name}.parquet": file.path for name, file in files.items()})
     except store.DamagedFile as damage:
         if damage.path is not None and damage.path.parent.parent == staging.staging_dir(warehouse):
@@ -231,7 +288,7 @@ def build_tables(warehouse: Path, files_at_head: list[str] | None) -> TablesRepo
         shutil.rmtree(scratch, ignore_errors=True)
     counts = {name: file.rows for name, file in files.items()}
     store.write_json_atomic(state_path, {"fingerprint": print_, "row_counts": counts})
-    return TablesReport(rewritten=True, row_counts=counts, fingerprint=print_)
+    return TablesReport(rewritten=True, row_counts=counts, fingerprint=print_, moved=_moved(before, _on_branch(warehouse), warehouse))
 
 
 def _tables_intact(warehouse: Path, row_counts: object) -> bool:
@@ -240,3 +297,32 @@ def _tables_intact(warehouse: Path, row_counts: object) -> bool:
     if not isinstance(row_counts, dict):
         return False
     return all(store.parquet_rows(warehouse / f"{name}.parquet") == row_counts.get(name) for name in TABLE_NAMES)
+
+
+def _on_branch(warehouse: Path) -> dict[str, bool]:
+    """Each snapshot of the committed `snapshots` table and whether it was on its branch; empty before the first build
+    (a table written before `on_branch` existed counts every snapshot on it)."""
+    try:
+        frame = pl.read_parquet(warehouse / "snapshots.parquet")
+    except (OSError, pl.exceptions.PolarsError):
+        return {}
+    flags = frame["on_branch"] if "on_branch" in frame.columns else pl.repeat(True, frame.height, eager=True)
+    return dict(zip(frame["snapshot_id"].to_list(), flags.to_list()))
+
+
+def _moved(before: dict[str, bool], after: dict[str, bool], warehouse: Path) -> str | None:
+    """The line a run prints when a force-push moved upstream's history: what left the branch, what came back."""
+    left = sorted(s for s, on in after.items() if not on and before.get(s, False))
+    back = sorted(s for s, on in after.items() if on and before.get(s) is False)
+    if not left and not back:
+        return None
+    runs = pl.scan_parquet(warehouse / "runs.parquet").filter(~pl.col("on_branch")).select(pl.len()).collect().item()
+    parts = []
+    if left:
+        parts.append(f"{len(left)} snapshot(s) are no longer on their branch ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})")
+    if back:
+        parts.append(f"{len(back)} snapshot(s) are on it again")
+    return (
+        f"upstream history was rewritten: {'; '.join(parts)}; what left is kept, marked snapshots.on_branch = false, "
+        f"and {runs} run(s) only it holds are kept, marked runs.on_branch = false"
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.ingest.source import Source
-from pipelines.ingest.source_git import GitSource
+from pipelines.ingest.source_csv import CsvSource
 from pipelines.ingest.source_types import Listing
 from pipelines.ingest.steps import SourceSettings, check_same_source, recorded_listing
 from pipelines.storage import store
@@ -47,7 +47,7 @@ def sensor_listing(warehouse: Path, settings: SourceSettings, source: Source | N
     """What upstream holds now, from the sensor's own clone (fetched first)."""
     check_same_source(warehouse, settings)  # else a tick would ask for a run that can only be refused
     source = source or replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE).open()
-    if isinstance(source, GitSource):
+    if not isinstance(source, CsvSource):
         source.sync()  # a CSV source reads its content to hash it when listed
     return source.listing()
 

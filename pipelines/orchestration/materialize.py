@@ -12,7 +12,7 @@ import sqlalchemy.exc
 from pipelines.cli.cli_output import UserError
 from pipelines.ingest.source_types import SourceError
 from pipelines.ingest.steps import sync
-from pipelines.orchestration.plan import IngestPlan, plan_ingest, register
+from pipelines.orchestration.plan import LISTED_TAG, LISTING_FAILED_TAG, IngestPlan, plan_ingest, register
 from pipelines.storage import store
 
 # Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
@@ -26,12 +26,14 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
     try:
         with store.writer_lock(warehouse.path):
             listing = sync(warehouse.path, warehouse.source_settings())
-    except SourceError:
+    except SourceError as exc:
         # Run without partitions: upstream_source fails the run with the same one line, recorded where runs are.
         plan = IngestPlan((), ())
+        execute["tags"] = {LISTING_FAILED_TAG: str(exc)[:2000], **execute.get("tags", {})}
     else:
         plan = plan_ingest(instance, warehouse.path, listing)
         register(instance, plan.new_keys)
+        execute["tags"] = {LISTED_TAG: listing.head or "", **execute.get("tags", {})}
     # Every asset of `definitions` (in the code location, the same as the schedule's job ingest_everything).
     job = definitions.resolve_implicit_global_asset_job_def()
     keys = list(definitions.resolve_asset_graph().get_all_asset_keys())

@@ -25,6 +25,12 @@ NORMALIZER_CODE_VERSION = str(staging.NORMALIZER_VERSION)
 STAGED_DATA_VERSION = dg.DataVersion(f"normalizer-{staging.NORMALIZER_VERSION}")
 DATA_VERSION_TAG = "dagster/data_version"
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+# Set by a command that listed the source just before it started the run (the head it found): upstream_source then
+# takes that listing instead of reading the source a second time.
+LISTED_TAG = "liger/listed_head"
+# Set instead when that listing failed (its one-line reason): upstream_source fails the run with it, at once, rather
+# than wait on the same source a second time.
+LISTING_FAILED_TAG = "liger/listing_failed"
 
 
 @dataclass(frozen=True)

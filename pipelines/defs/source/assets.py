@@ -8,10 +8,19 @@ from pipelines.core.schemas import RUN_ROWS
 from pipelines.defs.common import WRITERS, at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
 from pipelines.ingest.source_address import normalized_source
-from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
 from pipelines.ingest.staging import SnapshotMeta
 from pipelines.ingest.steps import recorded_listing, stage, sync
-from pipelines.orchestration.plan import NORMALIZER_CODE_VERSION, SNAPSHOTS, STAGED_DATA_VERSION, new_keys, register
+from pipelines.orchestration.plan import (
+    LISTED_TAG,
+    LISTING_FAILED_TAG,
+    NORMALIZER_CODE_VERSION,
+    SNAPSHOTS,
+    STAGED_DATA_VERSION,
+    new_keys,
+    register,
+)
+from pipelines.storage import store
 
 # Progress lines of a long ingest, a few seconds apart.
 PROGRESS_EVERY_S = 3.0
@@ -22,11 +31,14 @@ SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)
 @dg.asset(group_name="source", kinds={"git"}, pool=WRITERS)
 def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The upstream benchmark data: the git repository (cloned once into the cache, fetched on every
-    run) or the CSV file or URL that `LIGER_SOURCE` names, listed as one snapshot per
-    (commit, file) that changed a `benchmark/data/all_benchmark_data*.csv` file. Each snapshot not
-    seen before becomes a partition of raw_snapshots."""
-    with warehouse.writing():
-        listing = sync(warehouse.path, warehouse.source_settings())
+    run) or the CSV file or URL that `LIGER_SOURCE` names, listed as one snapshot per distinct content
+    of a data file: `main`'s `benchmark/data/all_benchmark_data*.csv` (stream `data`) and `gh-pages`'
+    `benchmarks/<commit>/benchmark.csv` (stream `ci`, upstream's CI history). Each snapshot not seen
+    before becomes a partition of raw_snapshots."""
+    listing = _listed_by_the_command(context, warehouse)
+    if listing is None:
+        with warehouse.writing():
+            listing = sync(warehouse.path, warehouse.source_settings())
     new = new_keys(context.instance, listing)
     register(context.instance, new)
     context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new")
@@ -92,6 +104,24 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
     )
 
 
+def _listed_by_the_command(context: dg.AssetExecutionContext, warehouse: Warehouse) -> Listing | None:
+    """The listing the command that started this run made a moment ago (`python -m pipelines materialize` lists the
+    source to plan the run's partitions), so that one run reads the source once; None when the run must list it."""
+    if failed := context.run.tags.get(LISTING_FAILED_TAG):
+        raise SourceError(failed)
+    head = context.run.tags.get(LISTED_TAG)
+    if head is None:
+        return None
+    try:
+        listing = recorded_listing(warehouse.path)
+    except store.DamagedFile:
+        return None
+    if listing is None or (listing.head or "") != head:
+        return None
+    context.log.info("the source was listed by the command that started this run: not read again")
+    return listing
+
+
 def partition_metadata(meta: SnapshotMeta) -> dict:
     """What the UI shows on one partition: its commit, when, what, and its row accounting."""
     return {
@@ -102,6 +132,10 @@ def partition_metadata(meta: SnapshotMeta) -> dict:
         "source_file": shorten(meta.source_file),
         "content_sha256": meta.content_sha256,
         "status": meta.status,
+        "stream": meta.stream,
+        # A CI snapshot's benchmarked commit and release (SPEC section 7): where on upstream's main it stands.
+        "benchmarked_commit": meta.benchmarked_commit or "",
+        "release": meta.release or "",
         "dagster/row_count": meta.row_count,
         "accepted": meta.accepted,
         "quarantined": meta.quarantined,

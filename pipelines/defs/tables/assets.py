@@ -46,12 +46,13 @@ CHECKS = [
 def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """Assemble all tables from the staged snapshots and commit them together (all or nothing)."""
     listing = recorded_listing(warehouse.path)
-    files_at_head = list(listing.files_at_head) if listing else None
     with warehouse.writing():
-        report = build_tables(warehouse.path, files_at_head)
+        report = build_tables(warehouse.path, listing)
         # Under the lock, so no other writer replaces a file while its first rows are read.
         heads = {name: pl.scan_parquet(warehouse.path / f"{name}.parquet").head(PREVIEW_ROWS).collect() for name in TABLE_NAMES}
     context.log.info("tables rewritten" if report.rewritten else "nothing changed: no table rewritten")
+    if report.moved:
+        context.log.warning(report.moved)
     for name in TABLE_NAMES:
         metadata = table_metadata(report.row_counts[name], heads[name], schemas.TABLES[name], PREVIEW.get(name))
         metadata["rewritten"] = dg.MetadataValue.bool(report.rewritten)

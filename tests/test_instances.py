@@ -1,0 +1,40 @@
+"""One Dagster instance serves one warehouse: its partitions are that warehouse's snapshots."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import liger_csv, liger_row
+from test_materialize import dagster_home, run_cli  # noqa: F401 (fixture)
+
+from pipelines.core import instance
+
+DATA = "benchmark/data/all_benchmark_data.csv"
+
+
+def test_a_second_warehouse_on_one_instance_is_refused_until_the_first_is_gone(tmp_path):
+    home = tmp_path / "home"
+    instance.claim(home, tmp_path / "a")
+    (tmp_path / "a").mkdir()
+    instance.claim(home, tmp_path / "a")  # the same warehouse again
+    with pytest.raises(instance.InstanceTaken, match=r"serves the warehouse .*/a, not WAREHOUSE_DIR .*/b: .*DAGSTER_HOME"):
+        instance.claim(home, tmp_path / "b")
+    shutil.rmtree(tmp_path / "a")
+    instance.claim(home, tmp_path / "b")
+    assert (home / instance.CLAIM).read_text().strip() == str((tmp_path / "b").resolve())
+
+
+@pytest.mark.slow
+def test_two_warehouses_in_one_checkout_each_need_their_own_instance(upstream_repo, tmp_path, dagster_home):  # noqa: F811
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    other = tmp_path / "other.csv"
+    other.write_text(liger_csv(liger_row(provider="torch")))
+    env = {"DAGSTER_HOME": str(dagster_home), "LIGER_CACHE_DIR": str(tmp_path / "c")}
+    first = run_cli(["materialize"], {**env, "WAREHOUSE_DIR": str(tmp_path / "a"), "LIGER_SOURCE": str(upstream_repo.path)}, tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = run_cli(["materialize"], {**env, "WAREHOUSE_DIR": str(tmp_path / "b"), "LIGER_SOURCE": str(other)}, tmp_path)
+    assert second.returncode == 1
+    assert second.stderr.strip().count("\n") == 0, second.stderr
+    assert f"serves the warehouse {tmp_path / 'a'}" in second.stderr and "DAGSTER_HOME" in second.stderr
+    assert not (tmp_path / "b").exists()
