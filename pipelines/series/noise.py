@@ -21,7 +21,10 @@ A difference of two runs has twice a run's variance, so sigma = MAD(differences)
 (1.4826 turns a median absolute deviation into a normal sigma). With fewer than MIN_DIFFERENCES the
 series is too short to say: the noise is pooled, the median of the sigmas of comparable series (the same
 kernel, pass, metric, GPU, provider and backend, every other workload) that have enough; when none has,
-POOL_FALLBACK of every series of the same metric and GPU, else DEFAULT_NOISE. NOISE_FLOOR keeps a
+the median over every series of the same metric and GPU; when nothing in the warehouse has a history
+to learn from, the noise is unknown (None, method `none`): no bare percentage stands in for evidence, so
+such a series has no change points and version_changes judges its runs by their p20-p80 bands alone.
+NOISE_FLOOR keeps a
 series whose runs are all identical (memory, most often) from having a zero noise that every later
 difference of a rounding would exceed.
 """
@@ -40,16 +43,13 @@ MAD_TO_RUN_SIGMA = 1.4826 / math.sqrt(2)
 MIN_DIFFERENCES = 5
 # 0.2%: upstream prints memory to the MiB and latencies to a few digits; a closer agreement is rounding.
 NOISE_FLOOR = 0.002
-# Nothing to learn from (one run in the whole warehouse for that metric and GPU): 5%, the typical spread of a
-# speed point between two weekly CI runs of one commit in upstream's history.
-DEFAULT_NOISE = 0.05
 
 
 class Noise(NamedTuple):
-    noise: float  # sigma of ln(value) between runs
+    noise: float | None  # sigma of ln(value) between runs; None when nothing in the warehouse says
     n_points: int
     n_differences: int  # the evidence it rests on (0 when pooled)
-    method: str  # reruns+consecutive, consecutive, reruns-pooled, pooled, pooled-metric, default
+    method: str  # reruns+consecutive, consecutive, reruns-pooled, pooled, pooled-metric, none
 
 
 def differences(log_values: Sequence[float], commits: Sequence[Hashable | None]) -> tuple[list[float], list[float]]:
@@ -83,7 +83,7 @@ def series_noises(
     """The noise of every series: `series` yields (key, pool key, metric pool key, log values, commits).
 
     A series too short for its own estimate takes the median of its pool's own estimates (the pool key
-    names the comparable series), else of its metric pool's, else DEFAULT_NOISE.
+    names the comparable series), else of its metric pool's, else it has none.
     """
     own: dict[Hashable, Noise] = {}
     short: list[tuple[Hashable, Hashable, Hashable, int]] = []
@@ -111,5 +111,5 @@ def series_noises(
         elif metric_pools.get(metric_pool):
             own[key] = Noise(median(metric_pools[metric_pool]), n_points, 0, "pooled-metric")
         else:
-            own[key] = Noise(DEFAULT_NOISE, n_points, 0, "default")
+            own[key] = Noise(None, n_points, 0, "none")
     return own

@@ -41,17 +41,6 @@ class Series:
     n_points: int
 
 
-def until_two_streams(con: duckdb.DuckDBPyConnection) -> None:
-    """TEMPORARY, the one place that stands in for main's "Two streams" columns until they land: runs
-    without `backend` are all `triton` (SPEC section 4: the only backend of all_benchmark_data.csv), and
-    without `benchmarked_commit` none came from a CI folder. Remove once runs always has both."""
-    have = {name for (name,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'runs'").fetchall()}
-    if "backend" not in have:
-        con.execute("ALTER TABLE runs ADD COLUMN backend VARCHAR DEFAULT 'triton'")
-    if "benchmarked_commit" not in have:
-        con.execute("ALTER TABLE runs ADD COLUMN benchmarked_commit VARCHAR")
-
-
 class Points(NamedTuple):
     """Every series' points, series after series: values, commits as integer codes and as text, rowids in runs."""
 
@@ -98,7 +87,7 @@ def compute(series: Sequence[Series], values: np.ndarray, commits: np.ndarray, b
         backends[(s.group_id, s.provider)].append(s.backend)
     found = []
     for i, s in enumerate(series):
-        if s.unit not in DIRECTED_UNITS or s.n_points < 1 + detection.MIN_AFTER:
+        if s.unit not in DIRECTED_UNITS or s.n_points < 1 + detection.MIN_AFTER or noise[i].noise is None:
             continue
         steps = detection.detect(values[slices[i]].tolist(), noise[i].noise)
         if not steps:
@@ -107,7 +96,7 @@ def compute(series: Sequence[Series], values: np.ndarray, commits: np.ndarray, b
         own_commits = commits[slices[i]].tolist()
         for step in steps:
             cause = "code"
-            if reference is not None:
+            if reference is not None and noise[reference].noise is not None:
                 cause = causes.cause(
                     step,
                     own_commits,
@@ -132,7 +121,6 @@ def _reference(s: Series, providers, backends, by_key, baselines: Sequence[str])
 
 def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table) -> None:
     """Make series_noise and change_points in `con` (create_table: database_build's, for its compression)."""
-    until_two_streams(con)
     series, points = read_series(con)
     noise, found = compute(series, points.values, points.commits, baselines)
     con.register(

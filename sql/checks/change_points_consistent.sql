@@ -2,7 +2,8 @@
 -- point's ratio is before_value / after_value, positive and finite, its verdict
 -- follows it (improved above 1, regressed below), its cause is code or host,
 -- its confidence in [0, 1], and it belongs to a series with a noise; every
--- noise is positive and finite. Each row is one that doesn't, with the table.
+-- noise is positive and finite, or null with method none (nothing to learn it
+-- from). Each row is one that doesn't, with the table.
 SELECT
     'change_points' AS table_name,
     concat_ws(' ', point.group_id, point.provider, point.backend, point.after_run_id) AS row_key,
@@ -27,5 +28,6 @@ SELECT
     NULL,
     NULL
 FROM series_noise
-WHERE NOT (noise > 0 AND isfinite(noise))
+WHERE NOT coalesce(noise > 0 AND isfinite(noise), method = 'none')
+    OR (noise IS NULL) <> (method = 'none')
 ORDER BY table_name, row_key

@@ -9,8 +9,9 @@
 -- times it, and two sigmas hold 95% of the differences unchanged code shows).
 -- Outside it: improved / regressed when also separated (the two runs' [p20, p80]
 -- do not overlap) and ratio > 1 / < 1; changed when separated but the metric's
--- direction is unknown; else unchanged. A series without a series_noise row
--- (there is none: every series has one) would be judged by separation alone.
+-- direction is unknown; else unchanged. A series whose noise is unknown (null:
+-- nothing in the warehouse has a history to learn it from) is judged by
+-- separation alone, as SPEC section 6 says.
 -- Only SPEC's columns and backend are stored: the rest of a run (kernel, GPU,
 -- workload, unit, observed_at) is one join on run_id away, and storing it again
 -- for every run would cost as much as the statistic itself.
