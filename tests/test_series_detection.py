@@ -76,9 +76,13 @@ def test_a_step_barely_moves_the_noise_estimate():
 
 def test_reruns_of_one_commit_are_direct_evidence():
     # Consecutive commits agree to 0.1%, but two runs of one commit differ by 8%: the host wanders between runs.
-    found, reruns = noise.differences([0.0, 0.001, 0.08, 0.002], ["a", "b", "b", "c"])
-    assert reruns == [pytest.approx(0.079)]
-    assert found == [pytest.approx(0.001), pytest.approx(0.079), pytest.approx(-0.078)]
+    which, size, rerun = noise.differences(np.zeros(4, dtype=int), np.array([0.0, 0.001, 0.08, 0.002]), np.array([0, 1, 1, 2]))
+    # The rerun of b against b's first run; a -> b and b -> c consecutive (b -> b is the rerun's, not consecutive).
+    assert list(zip(rerun.tolist(), size.tolist())) == [
+        (True, pytest.approx(0.079)),
+        (False, pytest.approx(0.001)),
+        (False, pytest.approx(0.078)),
+    ]
 
     def series(seed: int) -> tuple:
         rng = random.Random(seed)

@@ -24,92 +24,140 @@ kernel, pass, metric, GPU, provider and backend, every other workload) that have
 the median over every series of the same metric and GPU; when nothing in the warehouse has a history
 to learn from, the noise is unknown (None, method `none`): no bare percentage stands in for evidence, so
 such a series has no change points and version_changes judges its runs by their p20-p80 bands alone.
-NOISE_FLOOR keeps a
-series whose runs are all identical (memory, most often) from having a zero noise that every later
-difference of a rounding would exceed.
+NOISE_FLOOR keeps a series whose runs are all identical (memory, most often) from having a zero noise
+that every later difference of a rounding would exceed.
+
+`noise_arrays` computes every series at once with numpy (a warehouse holds millions of series, most of
+one or two runs); `series_noises` is the same for a few series given one by one.
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
-from statistics import median
 from typing import NamedTuple
 
+import numpy as np
+
 # 1.4826: the MAD of a normal distribution times this is its sigma; / sqrt(2): one run, not a difference of two.
-MAD_TO_RUN_SIGMA = 1.4826 / math.sqrt(2)
+MAD_TO_RUN_SIGMA = 1.4826 / np.sqrt(2)
 # Below this many differences a series' own estimate is mostly luck (a median of four is already a poor sigma).
 MIN_DIFFERENCES = 5
 # 0.2%: upstream prints memory to the MiB and latencies to a few digits; a closer agreement is rounding.
 NOISE_FLOOR = 0.002
+# How each noise was found (NoiseArrays.method holds indexes into this).
+METHODS = ("consecutive", "reruns+consecutive", "reruns-pooled", "pooled", "pooled-metric", "none")
+CONSECUTIVE, RERUNS, RERUNS_POOLED, POOLED, POOLED_METRIC, NONE = range(len(METHODS))
 
 
 class Noise(NamedTuple):
     noise: float | None  # sigma of ln(value) between runs; None when nothing in the warehouse says
     n_points: int
-    n_differences: int  # the evidence it rests on (0 when pooled)
-    method: str  # reruns+consecutive, consecutive, reruns-pooled, pooled, pooled-metric, none
+    n_differences: int  # the series' own differences (0 when pooled)
+    method: str
 
 
-def differences(log_values: Sequence[float], commits: Sequence[Hashable | None]) -> tuple[list[float], list[float]]:
-    """The between-run differences of one series: (all of them, those between reruns of one commit).
+class NoiseArrays(NamedTuple):
+    noise: np.ndarray  # per series, NaN when unknown
+    n_differences: np.ndarray
+    method: np.ndarray  # index into METHODS
 
-    Every run of a commit benchmarked more than once is paired with that commit's first run; consecutive
-    pairs of different commits (or unknown commits) give the rest.
+
+def differences(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every between-run difference, as (series, |difference|, is a rerun's), of points given series after series.
+
+    Every later run of a commit is paired with that commit's first run in the series (a rerun); each run
+    is also paired with the run before it when that one is of another commit (consecutive).
     """
-    found: list[float] = []
-    first_of: dict[Hashable, float] = {}
-    reruns: list[float] = []
-    for i, (value, commit) in enumerate(zip(log_values, commits)):
-        if commit is not None and commit in first_of:
-            found.append(value - first_of[commit])
-            reruns.append(found[-1])
-        elif commit is not None:
-            first_of[commit] = value
-        if i and (commit is None or commits[i - 1] != commit):
-            found.append(value - log_values[i - 1])
-    return found, reruns
+    n = len(logs)
+    key = series_of.astype(np.int64) * (int(commits.max(initial=0)) + 1) + commits
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    first_of = first[inverse]
+    rerun = first_of != np.arange(n)
+    consecutive = np.zeros(n, dtype=bool)
+    consecutive[1:] = (series_of[1:] == series_of[:-1]) & (commits[1:] != commits[:-1])
+    previous = np.maximum(np.arange(n) - 1, 0)
+    return (
+        np.concatenate([series_of[rerun], series_of[consecutive]]),
+        np.abs(np.concatenate([logs[rerun] - logs[first_of[rerun]], logs[consecutive] - logs[previous[consecutive]]])),
+        np.concatenate([np.ones(int(rerun.sum()), dtype=bool), np.zeros(int(consecutive.sum()), dtype=bool)]),
+    )
 
 
-def spread(found: Sequence[float]) -> float:
-    """sigma of one run from differences of two: their median absolute value, scaled (see the module)."""
-    return max(median(abs(d) for d in found) * MAD_TO_RUN_SIGMA, NOISE_FLOOR)
+def group_medians(groups: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(median of each group's values, NaN for an empty group; count of each group's values)."""
+    counts = np.bincount(groups, minlength=n_groups)
+    if not len(values):
+        return np.full(n_groups, np.nan), counts
+    ordered = values[np.lexsort((values, groups))]
+    starts = np.cumsum(counts) - counts
+    low = np.minimum(starts + np.maximum(counts - 1, 0) // 2, len(ordered) - 1)
+    high = np.minimum(starts + counts // 2, len(ordered) - 1)
+    return np.where(counts > 0, (ordered[low] + ordered[high]) / 2, np.nan), counts
+
+
+def spread(median_difference: np.ndarray) -> np.ndarray:
+    """sigma of one run from the median |difference| of two (see the module), at least NOISE_FLOOR."""
+    return np.maximum(median_difference * MAD_TO_RUN_SIGMA, NOISE_FLOOR)
+
+
+def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, pool: np.ndarray, metric_pool: np.ndarray) -> NoiseArrays:
+    """The noise of every series. Points come series after series (`series_of`, from 0, each series in its
+    order) with ln value and commit codes; `pool` and `metric_pool` give each series' pools as codes."""
+    n_series = len(pool)
+    which, size, is_rerun = differences(series_of, logs, commits)
+    own_median, n_differences = group_medians(which, size, n_series)
+    n_reruns = np.bincount(which[is_rerun], minlength=n_series)
+    own = n_differences >= MIN_DIFFERENCES
+    noise = np.where(own, spread(own_median), np.nan)
+    method = np.where(n_reruns > 0, RERUNS, CONSECUTIVE)
+    # The pool's reruns: when they say a run moves more than the series' own differences do, they win.
+    n_pools = int(max(pool.max(initial=-1), metric_pool.max(initial=-1))) + 1
+    rerun_median, rerun_count = group_medians(pool[which[is_rerun]], size[is_rerun], n_pools)
+    pooled_reruns = np.where(rerun_count >= MIN_DIFFERENCES, spread(rerun_median), np.nan)[pool]
+    raised = own & (pooled_reruns > noise)
+    noise = np.where(raised, pooled_reruns, noise)
+    method = np.where(raised, RERUNS_POOLED, method)
+    # Too short: the median of the pool's own estimates, else the metric pool's, else none.
+    pool_median, _ = group_medians(pool[own], noise[own], n_pools)
+    metric_median, _ = group_medians(metric_pool[own], noise[own], n_pools)
+    short = ~own
+    by_pool = short & ~np.isnan(pool_median[pool])
+    by_metric = short & ~by_pool & ~np.isnan(metric_median[metric_pool])
+    noise = np.where(by_pool, pool_median[pool], np.where(by_metric, metric_median[metric_pool], noise))
+    method = np.where(by_pool, POOLED, np.where(by_metric, POOLED_METRIC, np.where(short, NONE, method)))
+    return NoiseArrays(noise, np.where(own, n_differences, 0), method)
 
 
 def series_noises(
-    series: Iterable[tuple[Hashable, Hashable, Hashable, Sequence[float], Sequence[str | None]]],
+    series: Iterable[tuple[Hashable, Hashable, Hashable, Sequence[float], Sequence[Hashable | None]]],
 ) -> dict[Hashable, Noise]:
-    """The noise of every series: `series` yields (key, pool key, metric pool key, log values, commits).
-
-    A series too short for its own estimate takes the median of its pool's own estimates (the pool key
-    names the comparable series), else of its metric pool's, else it has none.
-    """
-    own: dict[Hashable, Noise] = {}
-    short: list[tuple[Hashable, Hashable, Hashable, int]] = []
-    pooled_reruns: dict[Hashable, list[float]] = defaultdict(list)
-    pools_of: dict[Hashable, tuple[Hashable, Hashable]] = {}
-    for key, pool, metric_pool, log_values, commits in series:
-        found, reruns = differences(log_values, commits)
-        pooled_reruns[pool].extend(reruns)
-        if len(found) < MIN_DIFFERENCES:
-            short.append((key, pool, metric_pool, len(log_values)))
-            continue
-        own[key] = Noise(spread(found), len(log_values), len(found), "reruns+consecutive" if reruns else "consecutive")
-        pools_of[key] = (pool, metric_pool)
-    pools: dict[Hashable, list[float]] = defaultdict(list)
-    metric_pools: dict[Hashable, list[float]] = defaultdict(list)
-    for key, (pool, metric_pool) in pools_of.items():
-        reruns = pooled_reruns[pool]
-        if len(reruns) >= MIN_DIFFERENCES and spread(reruns) > own[key].noise:
-            own[key] = own[key]._replace(noise=spread(reruns), method="reruns-pooled")
-        pools[pool].append(own[key].noise)
-        metric_pools[metric_pool].append(own[key].noise)
-    for key, pool, metric_pool, n_points in short:
-        if pools.get(pool):
-            own[key] = Noise(median(pools[pool]), n_points, 0, "pooled")
-        elif metric_pools.get(metric_pool):
-            own[key] = Noise(median(metric_pools[metric_pool]), n_points, 0, "pooled-metric")
-        else:
-            own[key] = Noise(None, n_points, 0, "none")
-    return own
+    """The noise of a few series given one by one: (key, pool key, metric pool key, ln values, commits);
+    a commit None is a run of its own."""
+    keys, series_of, logs, commits, pools, metric_pools = [], [], [], [], [], []
+    codes: dict[Hashable, int] = {}
+    pool_codes: dict[Hashable, int] = {}
+    for i, (key, pool, metric_pool, log_values, commit_names) in enumerate(series):
+        keys.append(key)
+        pools.append(pool_codes.setdefault(("pool", pool), len(pool_codes)))
+        metric_pools.append(pool_codes.setdefault(("metric", metric_pool), len(pool_codes)))
+        for value, commit in zip(log_values, commit_names):
+            series_of.append(i)
+            logs.append(value)
+            commits.append(codes.setdefault(object() if commit is None else commit, len(codes)))
+    found = noise_arrays(
+        np.asarray(series_of, dtype=np.int64),
+        np.asarray(logs, dtype=np.float64),
+        np.asarray(commits, dtype=np.int64),
+        np.asarray(pools, dtype=np.int64),
+        np.asarray(metric_pools, dtype=np.int64),
+    )
+    n_points = np.bincount(np.asarray(series_of, dtype=np.int64), minlength=len(keys))
+    return {
+        key: Noise(
+            None if np.isnan(found.noise[i]) else float(found.noise[i]),
+            int(n_points[i]),
+            int(found.n_differences[i]),
+            METHODS[found.method[i]],
+        )
+        for i, key in enumerate(keys)
+    }

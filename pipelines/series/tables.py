@@ -1,16 +1,18 @@
 """series_noise and change_points in warehouse.duckdb: the series read by SQL, computed here, written back.
 
-`build(con, baselines)` runs in the database build after the tables are loaded and before the SQL
-statistics (version_changes reads series_noise). The series are read by `sql/series/series.sql` (one row
-each) and `sql/series/series_points.sql` (their points, in the same order, as Arrow: no Python object
-per run), cut by position, and `sql/series/change_points.sql` joins the steps found back to runs.
+`build(con, baselines, create_table)` runs in the database build after the tables are loaded and before
+the SQL statistics (version_changes reads series_noise). The series are read by `sql/series/series.sql`
+(one row each) and `sql/series/series_points.sql` (their points, in the same order), both as Arrow, and
+cut by position: no Python object per run or per series, since a warehouse holds millions of series of
+one or two runs. Only the few series that can hold a step are searched one by one, and
+`sql/series/change_points.sql` joins the steps found back to runs.
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import duckdb
@@ -24,162 +26,170 @@ from pipelines.series import change_points as detection
 from pipelines.series import noise as noises
 
 # Only these units have a direction (lower is better), so only their series have improved or regressed steps.
-DIRECTED_UNITS = frozenset({"ns", "bytes"})
+DIRECTED_UNITS = ("ns", "bytes")
 
 
-@dataclass(frozen=True)
-class Series:
-    group_id: str
-    provider: str
-    backend: str
-    kernel: str
-    pass_: str
-    metric: str
-    gpu_name: str
-    unit: str
-    start: int  # position of its first point
-    n_points: int
+class Series(NamedTuple):
+    """Every series (sql/series/series.sql) and their points (series_points.sql), points series after series."""
 
-
-class Points(NamedTuple):
-    """Every series' points, series after series: values, commits as integer codes and as text, rowids in runs."""
-
+    table: pa.Table  # one row per series: group_id, provider, backend, unit, n_points, pool, metric_pool
+    starts: np.ndarray  # position of each series' first point
     values: np.ndarray
-    commits: np.ndarray
+    commits: np.ndarray  # integer codes
     commit_names: pa.ChunkedArray
-    rows: np.ndarray
+    rows: np.ndarray  # rowids in runs
+
+    def points(self, i: int) -> slice:
+        return slice(int(self.starts[i]), int(self.starts[i + 1]))
 
 
-def read_series(con: duckdb.DuckDBPyConnection) -> tuple[list[Series], Points]:
-    """Every series (sql/series/series.sql) and their points (series_points.sql)."""
-    series, start = [], 0
-    for group_id, provider, backend, kernel, pass_, metric, gpu_name, unit, n in con.execute(sql_files.text("series/series")).fetchall():
-        series.append(Series(group_id, provider, backend, kernel, pass_, metric, gpu_name, unit, start, int(n)))
-        start += int(n)
+def read_series(con: duckdb.DuckDBPyConnection) -> Series:
+    table = con.sql(sql_files.text("series/series")).to_arrow_table()
     points = con.sql(sql_files.text("series/series_points")).to_arrow_table()
-    if points.num_rows != start:
-        raise RuntimeError(f"sql/series/series_points.sql gave {points.num_rows} points, series.sql counts {start}: the two disagree")
+    counts = table.column("n_points").to_numpy()
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    if starts[-1] != points.num_rows:
+        raise RuntimeError(f"sql/series/series_points.sql gave {points.num_rows} points, series.sql counts {starts[-1]}: the two disagree")
     names = points.column("commit")
-    codes = pc.dictionary_encode(names.combine_chunks()).indices.to_numpy(zero_copy_only=False)
-    return series, Points(points.column("value").to_numpy(), codes, names, points.column("row_id").to_numpy())
+    codes = pc.dictionary_encode(names.combine_chunks()).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    values = points.column("value").to_numpy()
+    return Series(table, starts, values, codes, names, points.column("row_id").to_numpy())
 
 
-def compute(series: Sequence[Series], values: np.ndarray, commits: np.ndarray, baselines: Sequence[str]) -> tuple[list, list]:
-    """(noise per series, steps per series as (series index, Step, cause)), positions into `values`."""
-    logs = np.log(values)
-    slices = [slice(s.start, s.start + s.n_points) for s in series]
-    estimated = noises.series_noises(
-        (
-            i,
-            (s.kernel, s.pass_, s.metric, s.gpu_name, s.provider, s.backend),
-            (s.metric, s.gpu_name),
-            logs[slices[i]].tolist(),
-            commits[slices[i]].tolist(),
-        )
-        for i, s in enumerate(series)
+def compute_noise(series: Series) -> noises.NoiseArrays:
+    counts = np.diff(series.starts)
+    return noises.noise_arrays(
+        np.repeat(np.arange(len(counts)), counts),
+        np.log(series.values),
+        series.commits,
+        series.table.column("pool").to_numpy(),
+        series.table.column("metric_pool").to_numpy(),
     )
-    noise = [estimated[i] for i in range(len(series))]
-    by_key = {(s.group_id, s.provider, s.backend): i for i, s in enumerate(series)}
-    providers: dict[str, set[str]] = defaultdict(set)
-    backends: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for s in series:
-        providers[s.group_id].add(s.provider)
-        backends[(s.group_id, s.provider)].append(s.backend)
+
+
+class Found(NamedTuple):
+    series: int
+    step: detection.Step
+    cause: str
+
+
+def candidates(series: Series, noise: np.ndarray) -> np.ndarray:
+    """The series that can hold a step: a directed unit, a known noise, enough points, and a range of values
+    wider than the smallest shift a step may have (the others cannot, and most series are one run or two)."""
+    counts = np.diff(series.starts)
+    directed = pc.is_in(series.table.column("unit"), pa.array(DIRECTED_UNITS)).to_numpy(zero_copy_only=False)
+    logs = np.log(series.values)
+    nonempty = series.starts[:-1][counts > 0]
+    spread = np.zeros(len(counts))
+    spread[counts > 0] = np.maximum.reduceat(logs, nonempty) - np.minimum.reduceat(logs, nonempty)
+    with np.errstate(invalid="ignore"):
+        wide = spread >= detection.MIN_SHIFT_NOISES * noise
+    return np.flatnonzero(directed & (counts >= 1 + detection.MIN_AFTER) & ~np.isnan(noise) & wide)
+
+
+def compute_steps(series: Series, noise: np.ndarray, baselines: Sequence[str]) -> list[Found]:
+    """Each series' persistent steps with their cause (cause.py), for the candidate series."""
+    group_codes = pc.dictionary_encode(series.table.column("group_id").combine_chunks()).indices.to_numpy(zero_copy_only=False)
+    providers, backends = series.table.column("provider"), series.table.column("backend")
     found = []
-    for i, s in enumerate(series):
-        if s.unit not in DIRECTED_UNITS or s.n_points < 1 + detection.MIN_AFTER or noise[i].noise is None:
-            continue
-        steps = detection.detect(values[slices[i]].tolist(), noise[i].noise)
+    for i in candidates(series, noise):
+        steps = detection.detect(series.values[series.points(i)].tolist(), float(noise[i]))
         if not steps:
             continue
-        reference = _reference(s, providers, backends, by_key, baselines)
-        own_commits = commits[slices[i]].tolist()
+        # A group's series are side by side (series.sql orders by group): its implementations are these.
+        first, last = np.searchsorted(group_codes, group_codes[i], "left"), np.searchsorted(group_codes, group_codes[i], "right")
+        group = {(providers[j].as_py(), backends[j].as_py()): j for j in range(first, last)}
+        reference = _reference(providers[i].as_py(), backends[i].as_py(), group, baselines)
         for step in steps:
             cause = "code"
-            if reference is not None and noise[reference].noise is not None:
+            if reference is not None and not np.isnan(noise[reference]):
                 cause = causes.cause(
                     step,
-                    own_commits,
-                    noise[i].noise,
-                    values[slices[reference]].tolist(),
-                    commits[slices[reference]].tolist(),
-                    noise[reference].noise,
+                    series.commits[series.points(i)].tolist(),
+                    float(noise[i]),
+                    series.values[series.points(reference)].tolist(),
+                    series.commits[series.points(reference)].tolist(),
+                    float(noise[reference]),
                 )
-            found.append((i, step, cause))
-    return noise, found
+            found.append(Found(int(i), step, cause))
+    return found
 
 
-def _reference(s: Series, providers, backends, by_key, baselines: Sequence[str]) -> int | None:
-    """The index of the series that witnesses the host (cause.reference_provider), same backend first, else triton, else any."""
-    provider = causes.reference_provider(providers[s.group_id], baselines, s.provider)
-    if provider is None:
+def _reference(provider: str, backend: str, group: dict[tuple[str, str], int], baselines: Sequence[str]) -> int | None:
+    """The series that witnesses the host (cause.reference_provider): same backend first, else triton, else any."""
+    witness = causes.reference_provider({p for p, _ in group}, baselines, provider)
+    if witness is None:
         return None
-    have = backends[(s.group_id, provider)]
-    backend = s.backend if s.backend in have else ("triton" if "triton" in have else have[0])
-    return by_key[(s.group_id, provider, backend)]
+    have = sorted(b for p, b in group if p == witness)
+    chosen = backend if backend in have else ("triton" if "triton" in have else have[0])
+    return group[(witness, chosen)]
 
 
-def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table) -> None:
-    """Make series_noise and change_points in `con` (create_table: database_build's, for its compression)."""
-    series, points = read_series(con)
-    noise, found = compute(series, points.values, points.commits, baselines)
-    con.register(
-        "series_noise_rows",
-        pa.table(
-            {
-                "group_id": [s.group_id for s in series],
-                "provider": [s.provider for s in series],
-                "backend": [s.backend for s in series],
-                "n_points": pa.array([s.n_points for s in series], pa.int64()),
-                "noise": pa.array([n.noise for n in noise], pa.float64()),
-                "method": [n.method for n in noise],
-                "n_differences": pa.array([n.n_differences for n in noise], pa.int64()),
-            }
-        ),
+def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table: Callable) -> dict[str, float]:
+    """Make series_noise and change_points in `con` (create_table: database_build's, for its compression); return
+    the seconds each took (reading the series counts in series_noise's)."""
+    started = time.perf_counter()
+    series = read_series(con)
+    noise = compute_noise(series)
+    known = ~np.isnan(noise.noise)
+    noise_rows = pa.table(
+        {
+            "group_id": series.table.column("group_id"),
+            "provider": series.table.column("provider"),
+            "backend": series.table.column("backend"),
+            "n_points": series.table.column("n_points"),
+            "noise": pa.array(noise.noise, mask=~known),
+            "method": pa.DictionaryArray.from_arrays(pa.array(noise.method.astype(np.int32)), pa.array(noises.METHODS)),
+            "n_differences": pa.array(noise.n_differences.astype(np.int64)),
+        }
     )
-    create_table(con, "series_noise", "SELECT * FROM series_noise_rows")
+    con.register("series_noise_rows", noise_rows)
+    create_table(con, "series_noise", "SELECT * REPLACE (method::VARCHAR AS method) FROM series_noise_rows")
     con.unregister("series_noise_rows")
-    change_rows = _change_rows(series, noise, found, points)
-    con.register("change_point_rows", change_rows)
+    seconds = {"series_noise": time.perf_counter() - started}
+    started = time.perf_counter()
+    con.register("change_point_rows", _change_rows(series, noise.noise, compute_steps(series, noise.noise, baselines)))
     create_table(con, "change_points", sql_files.text("series/change_points"))
     con.unregister("change_point_rows")
+    seconds["change_points"] = time.perf_counter() - started
+    return seconds
 
 
-def _change_rows(series, noise, found, points: Points) -> pa.Table:
+CHANGE_ROWS = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("provider", pa.string()),
+        ("backend", pa.string()),
+        ("before_row", pa.int64()),
+        ("after_row", pa.int64()),
+        ("before_commit", pa.string()),
+        ("after_commit", pa.string()),
+        ("before_value", pa.float64()),
+        ("after_value", pa.float64()),
+        ("confidence", pa.float64()),
+        ("cause", pa.string()),
+        ("n_before", pa.int64()),
+        ("n_after", pa.int64()),
+        ("noise", pa.float64()),
+    ]
+)
+
+
+def _change_rows(series: Series, noise: np.ndarray, found: list[Found]) -> pa.Table:
     columns: dict[str, list] = defaultdict(list)
     for i, step, cause in found:
-        s = series[i]
-        before, after = s.start + step.before, s.start + step.after
-        columns["group_id"].append(s.group_id)
-        columns["provider"].append(s.provider)
-        columns["backend"].append(s.backend)
-        columns["before_row"].append(int(points.rows[before]))
-        columns["after_row"].append(int(points.rows[after]))
-        columns["before_commit"].append(points.commit_names[before].as_py())
-        columns["after_commit"].append(points.commit_names[after].as_py())
+        before, after = int(series.starts[i]) + step.before, int(series.starts[i]) + step.after
+        for name in ("group_id", "provider", "backend"):
+            columns[name].append(series.table.column(name)[i].as_py())
+        columns["before_row"].append(int(series.rows[before]))
+        columns["after_row"].append(int(series.rows[after]))
+        columns["before_commit"].append(series.commit_names[before].as_py())
+        columns["after_commit"].append(series.commit_names[after].as_py())
         columns["before_value"].append(step.before_value)
         columns["after_value"].append(step.after_value)
         columns["confidence"].append(step.confidence)
         columns["cause"].append(cause)
         columns["n_before"].append(len(step.before_points))
         columns["n_after"].append(len(step.after_points))
-        columns["noise"].append(noise[i].noise)
-    schema = pa.schema(
-        [
-            ("group_id", pa.string()),
-            ("provider", pa.string()),
-            ("backend", pa.string()),
-            ("before_row", pa.int64()),
-            ("after_row", pa.int64()),
-            ("before_commit", pa.string()),
-            ("after_commit", pa.string()),
-            ("before_value", pa.float64()),
-            ("after_value", pa.float64()),
-            ("confidence", pa.float64()),
-            ("cause", pa.string()),
-            ("n_before", pa.int64()),
-            ("n_after", pa.int64()),
-            ("noise", pa.float64()),
-        ]
-    )
-    return pa.table({name: columns.get(name, []) for name in schema.names}, schema=schema)
+        columns["noise"].append(float(noise[i]))
+    return pa.table({name: columns.get(name, []) for name in CHANGE_ROWS.names}, schema=CHANGE_ROWS)
