@@ -51,7 +51,11 @@ def read_series(con: duckdb.DuckDBPyConnection) -> Series:
     if starts[-1] != points.num_rows:
         raise RuntimeError(f"sql/series/series_points.sql gave {points.num_rows} points, series.sql counts {starts[-1]}: the two disagree")
     names = points.column("commit")
-    codes = pc.dictionary_encode(names.combine_chunks()).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    encoded = pc.dictionary_encode(names.combine_chunks())
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    # A point without a commit (none in a built warehouse: a run always has a first snapshot) is its own.
+    unknown = codes < 0
+    codes[unknown] = len(encoded.dictionary) + np.arange(int(unknown.sum()))
     values = points.column("value").to_numpy()
     return Series(table, starts, values, codes, names, points.column("row_id").to_numpy())
 
