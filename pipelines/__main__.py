@@ -14,6 +14,7 @@ from pipelines.cli.cli_exports import add_export_parser
 from pipelines.cli.cli_output import GuardedStream, StandardOutputError, UsageError, UserError
 from pipelines.cli.cli_queries import add_compare_parser, add_sql_parser
 from pipelines.cli.cli_report import add_report_parser
+from pipelines.cli.cli_verdict import add_verdict_parser
 from pipelines.core import instance, settings
 from pipelines.duck import db
 from pipelines.exports import liger_csv
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(commands)
     add_export_parser(commands)
     add_report_parser(commands)
+    add_verdict_parser(commands)
     return parser
 
 

@@ -191,3 +191,54 @@ def _wait_until_finished(home: Path, daemon: subprocess.Popen, log: Path, count:
             return runs
         time.sleep(2)
     pytest.fail(f"runs did not finish within {DAEMON_SECONDS}s: {runs}\n{log.read_text()[-3000:]}")
+
+
+@pytest.mark.slow
+def test_a_daemon_run_whose_worker_is_killed_leaves_no_step_writing_after_it_failed(upstream_repo, tmp_path):
+    """Only the run's worker is killed (the daemon lives on): its step processes die with it, so after run
+    monitoring fails the run nothing of it writes, not even once the lock it waited for is free."""
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    warehouse = tmp_path / "warehouse"
+    home = instance_home(tmp_path)
+    yaml = home / "dagster.yaml"
+    yaml.write_text(yaml.read_text().replace("poll_interval_seconds: 30", "poll_interval_seconds: 3"))
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "WAREHOUSE_DIR": str(warehouse),
+        "LIGER_SOURCE": str(upstream_repo.path),
+        "LIGER_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as output:
+        daemon = subprocess.Popen(
+            [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", "pipelines.definitions"],
+            cwd=settings.PROJECT_ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        with store.writer_lock(warehouse):  # parks the run's first writing step, mid-flight
+            run_id, worker = _wait_for_worker(home, daemon, log)
+            with dg.DagsterInstance.from_config(str(home)) as instance:
+                pids = {
+                    int(e.dagster_event.engine_event_data.metadata["pid"].value)
+                    for e in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT)
+                    if "(pid:" in e.user_message and "pid" in e.dagster_event.engine_event_data.metadata
+                }
+            os.kill(worker, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while {r.dagster_run.run_id: r.dagster_run.status for r in run_records(home)}[run_id] != dg.DagsterRunStatus.FAILURE:
+                assert time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(1)
+            time.sleep(2)
+            alive = [pid for pid in pids if liveness._stat(pid) is not None and liveness._stat(pid)[0] != "Z"]
+            assert alive == [], f"processes of the failed run are alive: {alive}"
+        time.sleep(5)  # the lock is free: a step still alive would write now
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            assert instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION) == []
+    finally:
+        stop(daemon)
+    assert not (warehouse / "_source.json").exists()

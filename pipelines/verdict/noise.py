@@ -1,0 +1,60 @@
+"""Each series' noise (SPEC section 8): from `series_noise` when warehouse.duckdb has it, else estimated
+here the same way (`sql/verdict/series_noise.sql`); a series too short to tell borrows its kernel's."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.core import sql_files
+from pipelines.duck.db import Session
+
+# Differences of runs (consecutive runs, reruns of one commit) a series needs for a noise of its own.
+MIN_PAIRS = 4
+TABLE = "series_noise"
+KERNEL_KEY = ["kernel", "pass", "metric", "gpu_name", "backend"]
+SCHEMA = pl.Schema(
+    {
+        "group_id": pl.String,
+        "provider": pl.String,
+        "backend": pl.String,
+        "kernel": pl.String,
+        "pass": pl.String,
+        "metric": pl.String,
+        "gpu_name": pl.String,
+        "n_points": pl.Int64,
+        "n_pairs": pl.Int64,
+        "noise": pl.Float64,
+        "method": pl.String,
+    }
+)
+
+
+def has_series_noise(session: Session) -> bool:
+    """Whether warehouse.duckdb holds the statistic `series_noise` (helper "series" adds it)."""
+    found = session.query("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?", [TABLE])
+    return found.rows[0][0] > 0
+
+
+def series_noise(session: Session) -> pl.DataFrame:
+    """The noise of every series of the contender's kernels (the registered `contender_series`) on their
+    GPUs: SCHEMA, one row per (group_id, provider, backend); `noise` is the standard deviation of ln(value)
+    of one run (0.05 is about 5%), never null: a series without an estimate of its own takes the median of
+    its kernel's series on that GPU and backend (`method` `pooled`), else null rows are dropped."""
+    if has_series_noise(session):
+        result = session.query(sql_files.text("verdict/series_noise_table"))
+    else:
+        result = session.query(sql_files.text("verdict/series_noise"), {"min_pairs": MIN_PAIRS})
+    own = pl.DataFrame(result.rows, schema=SCHEMA, orient="row")
+    known = own.filter(pl.col("noise").is_not_null() & pl.col("noise").is_finite())
+    typical = known.group_by(KERNEL_KEY).agg(pl.col("noise").median().alias("kernel_noise"))
+    filled = own.join(typical, on=KERNEL_KEY, how="left", nulls_equal=True).with_columns(
+        pl.when(pl.col("noise").is_null() | ~pl.col("noise").is_finite())
+        .then(pl.lit("pooled"))
+        .otherwise(pl.col("method"))
+        .alias("method"),
+        pl.when(pl.col("noise").is_null() | ~pl.col("noise").is_finite())
+        .then(pl.col("kernel_noise"))
+        .otherwise(pl.col("noise"))
+        .alias("noise"),
+    )
+    return filled.filter(pl.col("noise").is_not_null()).select(SCHEMA.names())
