@@ -10,6 +10,7 @@ build (they hold the old file, the build writes a new one).
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -84,6 +85,9 @@ def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
         files = [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]
         parts.extend(freshness.file_states([f for f in files if f.is_file()]))
     parts.extend([name, sql_files.text(name)] for name in sql_files.names())
+    # series_noise and change_points are computed in Python: their code and ruptures' version are inputs too.
+    parts.extend([path.name, path.read_text(encoding="utf-8")] for path in sorted(Path(series_tables.__file__).parent.glob("*.py")))
+    parts.append(importlib.metadata.version("ruptures"))
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
