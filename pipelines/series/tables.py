@@ -66,8 +66,8 @@ def compute_noise(series: Series) -> noises.NoiseArrays:
         np.repeat(np.arange(len(counts)), counts),
         np.log(series.values),
         series.commits,
-        series.table.column("pool").to_numpy(),
-        series.table.column("metric_pool").to_numpy(),
+        np.unique(series.table.column("pool").to_numpy(), return_inverse=True)[1],
+        np.unique(series.table.column("metric_pool").to_numpy(), return_inverse=True)[1],
     )
 
 
