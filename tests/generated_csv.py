@@ -60,6 +60,8 @@ free_text = st.text(text_chars, min_size=1, max_size=12).filter(lambda s: s.stri
 # Commas, quotes and line breaks inside a field are legal CSV when quoted.
 awkward_text = st.text(st.one_of(text_chars, st.sampled_from(',"\n')), max_size=12)
 numbers = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
+# A good y value is above zero in every format below (`str(int(v))` of 0.5 is 0, which is no measurement).
+y_numbers = st.floats(min_value=1, max_value=1e6, allow_nan=False, allow_infinity=False)
 number_formats = st.sampled_from([repr, "{:.3f}".format, "{:e}".format, " {} ".format, lambda v: str(int(v))])
 json_scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False), free_text
@@ -84,7 +86,7 @@ timestamps = st.datetimes(datetime(1990, 1, 1), datetime(2099, 12, 31)).map(lamb
 
 @st.composite
 def y_values(draw) -> tuple[str, str, str]:
-    p20, p50, p80 = sorted(draw(st.lists(numbers, min_size=3, max_size=3)))
+    p20, p50, p80 = sorted(draw(st.lists(y_numbers, min_size=3, max_size=3)))
     fmt = draw(number_formats)
     return fmt(p50), fmt(p20), fmt(p80)
 
@@ -112,6 +114,8 @@ def good_rows(draw) -> dict[str, str]:
     }
 
 
+# Numbers that are no latency or peak memory: not above zero, or 0 once in ns or bytes.
+NOT_POSITIVE_Y = st.sampled_from(["0", "-0", "0.0", "-5", "-1e-3", "1e-320", " 0 "])
 BAD_Y = st.sampled_from(["abc", "1.2.3", "0x10", "1,5", "inf", "-inf", "Infinity", "1e999", "--1", "½"])
 MISSING_Y = st.sampled_from(["", "nan", "NaN", " nan ", "-nan", "  "])
 NOT_JSON = st.sampled_from(["{'M': 1}", "{M: 1}", '{"M": 1', "abc", '{"a": NaN}', '{"a": Infinity}', '{"a": 1}}', "[1,"])
@@ -142,6 +146,7 @@ def rows(draw) -> Row:
             ["good"] * 6
             + [
                 "bad_y",
+                "not_positive_y",
                 "missing_y",
                 "not_json",
                 "not_object",
@@ -158,6 +163,11 @@ def rows(draw) -> Row:
     if kind == "bad_y":
         column = draw(st.sampled_from(Y_COLUMNS))
         v[column] = draw(BAD_Y)
+        row.expect, row.reason_words = "quarantine", (column,)
+    elif kind == "not_positive_y":
+        v["metric_name"], v["metric_unit"] = draw(st.sampled_from([("speed", "ms"), ("memory", "MB")]))
+        column = draw(st.sampled_from(Y_COLUMNS))
+        v[column] = draw(NOT_POSITIVE_Y)
         row.expect, row.reason_words = "quarantine", (column,)
     elif kind == "missing_y":
         for column in draw(st.lists(st.sampled_from(Y_COLUMNS), min_size=1, unique=True)):

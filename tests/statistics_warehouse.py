@@ -34,8 +34,10 @@ def run(
     interval: tuple[float, float] | None = None,
     status: str = "passed",
     version: str = "0.2",
+    backend: str = "triton",
 ) -> dict:
-    """One run row; p20 = p80 = value (no noise) unless `interval` says otherwise."""
+    """One run row; p20 = p80 = value (no noise) unless `interval` says otherwise. `backend` names the file it
+    comes from as upstream does (`all_benchmark_data_<backend>.csv`; `triton`'s is `all_benchmark_data.csv`)."""
     fixed = {"hidden": 4096} if fixed is None else fixed
     x_key, x_value = x
     params = {**fixed, x_key: x_value}
@@ -44,7 +46,7 @@ def run(
     p20, p80 = interval or (value, value)
     unit = unit or {"speed": "ns", "memory": "bytes"}[metric]
     return {
-        "run_id": run_id or f"{kernel}/{pass_}/{metric}/{provider}/{gpu}/{slug}/{observed}",
+        "run_id": run_id or f"{kernel}/{pass_}/{metric}/{provider}/{backend}/{gpu}/{slug}/{observed}",
         "kernel": kernel,
         "provider": provider,
         "pass": pass_,
@@ -68,6 +70,9 @@ def run(
         "x_key": x_key,
         "sweep_workload": canonical.canonical_json(fixed),
         "sweep_digest": canonical.digest(fixed),
+        "source_file": "all_benchmark_data.csv" if backend == "triton" else f"all_benchmark_data_{backend}.csv",
+        "backend": backend,
+        "stream": "data",
     }
 
 
@@ -154,3 +159,33 @@ def group_of(warehouse_dir: Path, group_run_id: str) -> dict | None:
 
 def sigma(p20: float, p80: float) -> float:
     return (math.log(p80) - math.log(p20)) / 1.683
+
+
+# One kernel benchmarked by two of upstream's files, as upstream does since the cuTile file appeared: the Triton file
+# (all_benchmark_data.csv) and the cuTile file (all_benchmark_data_cutile.csv) each with its own torch and liger, in
+# the same groups (a group is kernel, workload, pass, metric and GPU: not the file). Values in ms.
+GEGLU = {"kernel": "geglu", "pass_": "forward", "gpu": "B200", "fixed": {"hidden": 4096}, "observed": "2026-06-16"}
+TWO_FILES = {
+    # seq: {(provider, backend): ms}
+    1024: {("torch", "triton"): 10, ("liger", "triton"): 5, ("torch", "cutile"): 12, ("liger", "cutile"): 2},
+    # The cuTile file has no torch here: its liger is compared with the Triton file's torch.
+    2048: {("torch", "triton"): 20, ("liger", "triton"): 10, ("liger", "cutile"): 4},
+    # Neither the row's backend nor triton has a torch: the first backend by name (cutedsl) is the baseline.
+    4096: {("torch", "cutile"): 40, ("torch", "cutedsl"): 44, ("liger", "cutedsl"): 11, ("liger", "triton"): 22},
+}
+
+
+def two_file_runs() -> list[dict]:
+    """The runs of TWO_FILES, each tagged with the backend (and file) it comes from."""
+    return [
+        run(provider, ms * 1_000_000, x=("seq", seq), backend=backend, **GEGLU)
+        for seq, values in TWO_FILES.items()
+        for (provider, backend), ms in values.items()
+    ]
+
+
+@pytest.fixture
+def two_file_warehouse(tmp_path: Path) -> Path:
+    write_warehouse(tmp_path, [*fixture_runs(), *two_file_runs()])
+    database_build.build_database(tmp_path, BASELINES)
+    return tmp_path

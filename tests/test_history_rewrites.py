@@ -116,3 +116,35 @@ def test_a_shallow_source_is_refused_and_read_whole_once_unshallowed(upstream_re
     # The cache's clone was made shallow by the first try: the next run deepens it.
     ingest(warehouse, shallow, cache)
     assert table(warehouse, "snapshots").height == 4
+
+
+@pytest.mark.slow
+def test_a_force_push_of_the_real_ci_history_is_followed(upstream_bundle, tmp_path):
+    """A copy of the bundle whose gh-pages loses its newest benchmark folders to a force-push, then gets them back."""
+    source = tmp_path / "upstream.git"
+    subprocess.run(["git", "clone", "--quiet", "--mirror", str(upstream_bundle), str(source)], check=True)
+    settings = SourceSettings(str(source), "main", FILE_GLOB, tmp_path / "cache", streams=("data", "ci"))
+    warehouse = tmp_path / "warehouse"
+
+    def run() -> TablesReport:
+        with store.writer_lock(warehouse):
+            listing = sync(warehouse, settings)
+            stage_new(warehouse, settings, listing)
+            return build_tables(warehouse, listing)
+
+    run()
+    head = git(source, "rev-parse", "gh-pages")
+    # Back before "Add benchmark for commit e6f84b8": the two newest benchmarked commits leave the branch.
+    before = git(source, "log", "--format=%H", "--grep=Add benchmark for commit e6f84b8", "gh-pages")
+    git(source, "update-ref", "refs/heads/gh-pages", f"{before}~1")
+    report = run()
+    assert report.moved is not None and "2 snapshot(s) are no longer on their branch" in report.moved
+    snapshots, runs = table(warehouse, "snapshots"), table(warehouse, "runs")
+    gone = snapshots.filter(~pl.col("on_branch"))
+    assert sorted(gone["benchmarked_commit"]) == ["ab7fe2a", "e6f84b8"] and not gone["is_latest"].any()
+    assert set(runs.filter(~pl.col("on_branch"))["benchmarked_commit"]) == {"ab7fe2a", "e6f84b8"}
+    assert runs.filter(pl.col("in_latest") & pl.col("benchmarked_commit").is_in(["ab7fe2a", "e6f84b8"])).is_empty()
+    git(source, "update-ref", "refs/heads/gh-pages", head)
+    again = run()
+    assert again.moved is not None and "2 snapshot(s) are on it again" in again.moved
+    assert table(warehouse, "snapshots")["on_branch"].all() and table(warehouse, "runs")["on_branch"].all()

@@ -71,7 +71,13 @@ def test_small_history_replayed_commit_by_commit_equals_one_shot(upstream_repo, 
     # Overwritten rows, a second file, a commit touching no data, a deleted file: what history holds.
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch", y50="0.9", y20="0.8", y80="1"))}, "one")
     upstream_repo.commit(
-        {DATA: liger_csv(liger_row(timestamp="2025-02-01 00:00:00", y50="0.45"), liger_row(provider="torch"))}, "overwrite"
+        # torch's run stays as it was (with other values at the same timestamp it would be a conflict, SPEC section 5).
+        {
+            DATA: liger_csv(
+                liger_row(timestamp="2025-02-01 00:00:00", y50="0.45"), liger_row(provider="torch", y50="0.9", y20="0.8", y80="1")
+            )
+        },
+        "overwrite",
     )
     upstream_repo.commit({CUTILE: liger_csv(liger_row(provider="cutile", y50="bad"))}, "cutile")
     upstream_repo.commit({"README.md": "docs\n"}, "docs")

@@ -26,12 +26,13 @@ def statuses(definitions: dg.Definitions, instance: dg.DagsterInstance, keys: li
 
 @pytest.fixture
 def new_normalizer(monkeypatch):
-    """The definitions as a release with normalizer version 5 would load them; put back afterwards."""
+    """The definitions as a release with the next normalizer version would load them; put back afterwards."""
+    version = staging.NORMALIZER_VERSION + 1
 
     def load() -> None:
-        monkeypatch.setattr(staging, "NORMALIZER_VERSION", 5)
-        monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", "5")
-        monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion("normalizer-5"))
+        monkeypatch.setattr(staging, "NORMALIZER_VERSION", version)
+        monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", str(version))
+        monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion(f"normalizer-{version}"))
         importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
 
     yield load

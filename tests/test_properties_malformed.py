@@ -1,7 +1,8 @@
 """Property-based tests of the parser and normalizer (SPEC section 5: nothing is lost): files that
 are not well-formed. A row with broken quoting is quarantined, never repaired; any bytes at all
 (arbitrary, or a generated file cut short) end as a snapshot or one clear rejection; an empty or
-header-only file is rejected or ingested with no rows. Never a crash.
+header-only file is rejected or ingested with no rows; a file refused whole keeps each line as a quarantined row.
+Never a crash.
 
 Examples per property: the profiles registered in `generated_csv`.
 """
@@ -91,12 +92,13 @@ def test_empty_and_header_only_files(tmp_path):
         ("header only with CRLF", (HEADER + "\r\n").encode(), "ingested", 0),
         ("header not UTF-8", b"\xff" + HEADER.encode() + b"\n", "rejected", 0),
         # Found by the property above: the first line is empty, so the header names no column.
-        ("empty first line", b"\r\x00", "rejected", 0),
-        ("empty first line, then a header", ("\n" + HEADER + "\n").encode(), "rejected", 0),
+        ("empty first line", b"\r\x00", "rejected", 1),
+        # Refused whole, each line after the first is a quarantined row: the header line here.
+        ("empty first line, then a header", ("\n" + HEADER + "\n").encode(), "rejected", 1),
     ]:
         with trial("generated input", "empty or header-only file"):
             meta = stage(tmp_path / name, data)
-            assert (meta.status, meta.row_count, meta.accepted, meta.quarantined) == (status, rows, 0, 0), name
+            assert (meta.status, meta.row_count, meta.accepted, meta.quarantined) == (status, rows, 0, rows), name
             assert (meta.reason is None) == (status == "ingested"), name
             if status == "rejected":
                 assert meta.reason.startswith("not a Liger benchmark CSV"), meta.reason

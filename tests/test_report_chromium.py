@@ -241,3 +241,10 @@ def test_a_kernel_page_renders_in_headless_chromium(chromium, real_report, tmp_p
     assert rendered.title.startswith("Fused add") and rendered.title.endswith(TITLE)
     assert_rendered(rendered)
     assert len(rendered.images) == len(Page(page).images) > 5
+
+
+def test_the_changes_page_renders_in_headless_chromium(chromium, real_report, tmp_path):
+    page = real_report.folder / "changes.html"
+    rendered = open_in_chromium(chromium, page, tmp_path / "changes.png", tmp_path / "profile")
+    assert rendered.title.startswith("Change points") and rendered.title.endswith(TITLE)
+    assert_rendered(rendered)

@@ -10,7 +10,8 @@ import pytest
 from report_reading import SVG, assert_drawn_inside, column, dots, path_points, read_svg, shapes, svg_texts
 
 from pipelines.duck import db
-from pipelines.exports.report import heatmaps, sweeps, timeline
+from pipelines.exports.report import heatmaps, history, sweeps, timeline
+from pipelines.exports.report.implementations import Style
 
 pytest_plugins = ["report_reading"]
 
@@ -34,7 +35,7 @@ def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pa
     [charts_expected] = column(
         real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT kernel, gpu_name, pass, metric FROM provider_comparisons)"
     )
-    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels"]
+    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels" and not p.name.startswith("history-")]
     assert len(kernel_charts) == charts_expected
     for chart in kernel_charts:
         texts = svg_texts(read_svg(chart.read_bytes()))
@@ -45,36 +46,36 @@ def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pa
     assert not list(real_report.folder.rglob("*.png"))
 
 
-def test_a_sweep_chart_shows_its_providers_x_values_and_unit(real_report, real_warehouse):
+def test_a_sweep_chart_shows_its_implementations_x_values_and_unit(real_report, real_warehouse):
     kernel, gpu = "fused_add_rms_norm", "NVIDIA B200"
+    # Every implementation (provider · backend) with a passed run there, the cuTile file's among them.
     rows = db.query(
         real_warehouse,
-        f"""SELECT DISTINCT pc.provider, runs.x_value FROM provider_comparisons AS pc JOIN runs USING (run_id)
-            WHERE pc.kernel = '{kernel}' AND pc.gpu_name = '{gpu}' AND pc.pass = 'full' AND pc.metric = 'speed'""",
+        f"""SELECT DISTINCT provider || ' · ' || backend, x_value FROM runs WHERE status = 'passed'
+            AND kernel = '{kernel}' AND gpu_name = '{gpu}' AND pass = 'full' AND metric = 'speed'""",
     ).rows
     assert rows
     chart = real_report.folder / "img" / "kernels" / kernel / "nvidia-b200-full-speed.svg"
     root = read_svg(chart.read_bytes())
     texts = svg_texts(root)
-    assert {provider for provider, _ in rows} <= set(texts)
+    assert {name for name, _ in rows} <= set(texts)
+    assert {"liger_cutile_fused_add_rms_norm · cutile", "liger_triton_fused_add_rms_norm · cutile"} <= {name for name, _ in rows}
     assert {x for _, x in rows} <= set(texts)
-    assert "latency (ms)" in texts
+    assert "latency (ms)" in texts and "liger:" in texts
     # The y tick labels are numbers, and there are at least two per panel.
     assert sum(bool(re.fullmatch(r"\d+(\.\d+)?", text)) for text in texts) >= len({x for _, x in rows}) + 4
 
 
-def test_the_overview_picture_has_a_cell_per_gpu_and_provider(real_report, real_warehouse):
+def test_the_overview_picture_has_a_cell_per_gpu_and_implementation(real_report, real_warehouse):
     root = read_svg(real_report.overview_image.read_bytes())
     texts = svg_texts(root)
-    cells = db.query(
-        real_warehouse,
-        "SELECT metric, count(*) FROM (SELECT DISTINCT metric, gpu_name, provider FROM kernel_scorecard "
-        "WHERE geomean_ratio > 0) GROUP BY metric",
-    ).rows
+    implementations = """SELECT DISTINCT metric, gpu_name, provider || ' · ' || backend AS name
+        FROM kernel_scorecard WHERE geomean_ratio > 0"""
+    cells = db.query(real_warehouse, f"SELECT metric, count(*) FROM ({implementations}) GROUP BY metric").rows
     for gpu in column(real_warehouse, "SELECT DISTINCT gpu_name FROM kernel_scorecard"):
         assert gpu in texts
-    for provider in column(real_warehouse, "SELECT DISTINCT provider FROM kernel_scorecard WHERE geomean_ratio > 0"):
-        assert provider in texts
+    names = column(real_warehouse, f"SELECT DISTINCT name FROM ({implementations})")
+    assert set(names) <= set(texts) and {"liger · triton", "liger · cutile"} <= set(names)
     fills = [r.get("fill") for r in shapes(root) if r.tag == f"{SVG}rect"]
     colored = [fill for fill in fills if re.fullmatch("#[0-9a-f]{6}", fill) and fill != heatmaps.NO_DATA]
     assert len(colored) == sum(n for _, n in cells)
@@ -103,7 +104,7 @@ def test_a_sweep_chart_draws_each_point_where_its_value_is():
         ],
     )
     colors = {"liger": "#1f77b4", "torch": "#ff7f0e"}
-    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", colors).markup)
+    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", {k: Style(c) for k, c in colors.items()}).markup)
     assert_drawn_inside(root)
     texts = svg_texts(root)
     assert {"hidden · batch=8", "hidden", "latency (ms)", "ratio to baseline", "liger", "torch", *xs} <= set(texts)
@@ -138,7 +139,7 @@ def test_a_narrow_sweep_gets_a_linear_axis_and_named_categories_their_order():
             sweeps.Series("liger", ["llama_3_8b", "qwen2.5_7b"], [1.0, 1.5], [None, None], [None, None], [2.0, 1.0]),
         ],
     )
-    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", {"liger": "#1f77b4"}).markup)
+    root = read_svg(sweeps.sweep_figure([sweep], "ms", "latency", {"liger": Style("#1f77b4")}).markup)
     texts = svg_texts(root)
     labels = [float(t) for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
     assert 1.0 in labels and 1.5 in labels and 100 not in labels
@@ -153,9 +154,10 @@ def test_names_from_the_data_are_escaped_in_every_picture():
     sweep = sweeps.Sweep(odd, odd, [sweeps.Series(odd, ["1", "2"], [1.0, 2.0], [None, 1.9], [None, 2.1], [None, 1.0])])
     cell = heatmaps.HeatCell(odd, odd, 1.5, 3, 1)
     drawings = [
-        sweeps.sweep_figure([sweep], odd, odd, {odd: "#1f77b4"}),
+        sweeps.sweep_figure([sweep], odd, odd, {odd: Style("#1f77b4")}, note=odd),
         heatmaps.scorecard_heatmap([cell], odd),
         heatmaps.summary_heatmap({odd: [cell]}, odd),
+        history.history_figure([odd, "b"], [history.Panel(odd, [history.Line(odd, [(0, 1.0), (1, 2.0)])])], odd, odd, {}, odd),
     ]
     for drawing in drawings:
         root = read_svg(drawing.markup)
@@ -190,4 +192,35 @@ def test_the_changes_timeline_marks_each_change_by_its_verdict():
     assert jan < mar < regressed[0][0]  # in time order left to right
     assert two < one_and_half < regressed[0][1]  # 2x highest, 0.5x lowest
     empty = read_svg(timeline.changes_timeline([], [], []).markup)
-    assert "no regression or improvement" in svg_texts(empty)
+    assert "no change point" in svg_texts(empty)
+
+
+def test_a_history_chart_draws_each_commit_in_order_and_marks_a_change_between_two():
+    commits = ["aaaaaaa", "bbbbbbb", "ccccccc-v0.6.0", "ddddddd"]
+    styles = {"liger · triton": Style("#1f77b4"), "liger · cutile": Style("#144d75", "6 3")}
+    panel = history.Panel(
+        "batch4-hidden4096",
+        [
+            history.Line("liger · triton", [(0, 1.0), (1, 1.0), (2, 1.5), (3, 1.5)]),
+            history.Line("liger · cutile", [(0, 0.5), (1, 0.5), (2, 0.5), (3, 0.5)]),
+        ],
+        [history.Mark("liger · triton", 1, 2, 1.5, 1 / 1.5, "regressed", "code")],
+    )
+    root = read_svg(history.history_figure(commits, [panel], "ms", "latency", styles, "x: the commits").markup)
+    assert_drawn_inside(root)
+    texts = svg_texts(root)
+    assert {*commits, "latency (ms)", "0.67x", "liger:", "liger · triton", "liger · cutile", "x: the commits"} <= set(texts)
+    [triton, _legend] = dots(root, "#1f77b4")
+    xs = [x for x, _ in triton]
+    assert xs == sorted(xs) and len(set(xs)) == 4  # one point per commit, oldest left
+    assert triton[2][1] < triton[1][1]  # slower after: higher
+    [mark] = [p for p in root.iter(f"{SVG}path") if p.get("stroke") == timeline.REGRESSED and p.get("stroke-linecap") != "round"]
+    (x, top), (_, bottom) = path_points(mark.get("d"))
+    assert x == pytest.approx((xs[1] + xs[2]) / 2, abs=0.1) and bottom > top
+    assert not mark.get("stroke-dasharray")  # the code's doing: solid; a host change is dashed
+    assert [p for p in root.iter(f"{SVG}path") if p.get("stroke") == "#144d75" and p.get("stroke-dasharray") == "6 3"]
+    # A change point without its values (nulls in change_points) is still a line, with no ring and no label.
+    panel.marks[:] = [history.Mark("liger · cutile", 0, 1, None, None, "improved", "host")]
+    root = read_svg(history.history_figure(commits, [panel], "ms", "latency", styles).markup)
+    [mark] = [p for p in root.iter(f"{SVG}path") if p.get("stroke") == timeline.IMPROVED]
+    assert mark.get("stroke-dasharray") and not [t for t in svg_texts(root) if t.endswith("x") and t[0].isdigit()]

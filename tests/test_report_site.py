@@ -5,11 +5,12 @@ the report is stale."""
 from __future__ import annotations
 
 import os
+import re
 
 from report_reading import TITLE, TableReader, column
 
 from pipelines.duck import db
-from pipelines.exports.report import build, html, is_stale, pages
+from pipelines.exports.report import build, changes_page, html, is_stale, pages
 
 pytest_plugins = ["report_reading"]
 
@@ -61,7 +62,7 @@ def test_every_link_resolves(real_pages, real_report):
             if fragment:
                 assert fragment in real_pages[target].ids, f"{page.path.name}: no #{fragment} in {target.name}"
             checked += 1
-    assert checked > 5000
+    assert checked > 4500  # every point links its run; the changes page has none without change_points
 
 
 def test_every_number_carries_its_run_snapshot_and_commit(real_report, real_pages, real_warehouse):
@@ -81,19 +82,24 @@ def test_every_number_carries_its_run_snapshot_and_commit(real_report, real_page
     assert f"#{html.anchor_id('run', point[1])}" in page.links
 
 
-def test_the_changes_page_lists_regressions_and_improvements_newest_first(real_report, real_pages, real_warehouse):
-    expected = db.query(real_warehouse, "SELECT count(*) FROM version_changes WHERE verdict IN ('regressed', 'improved', 'changed')").rows[
-        0
-    ][0]
+def test_without_change_points_the_changes_page_says_so_and_lists_no_version_changes(real_report, real_pages):
+    # This warehouse.duckdb has no change_points table (test_report_history builds one that has).
     path = (real_report.folder / "changes.html").resolve()
-    [table] = TableReader(path.read_text(encoding="utf-8")).tables
-    header, rows = table[0], table[1:]
-    assert len(rows) == expected > 0
-    observed = [row[header.index("observed at")] for row in rows]
-    assert observed == sorted(observed, reverse=True)
-    assert {row[header.index("verdict")] for row in rows} <= {"regressed", "improved", "changed"}
-    run_links = [href for href in real_pages[path].links if "#run-" in href]
-    assert len(run_links) == 2 * expected
+    assert changes_page.ABSENT in real_pages[path].text
+    assert TableReader(path.read_text(encoding="utf-8")).tables == []
+    assert not [href for href in real_pages[path].links if "#run-" in href]
+
+
+def test_ratios_name_their_baseline_and_stale_kernels_their_date(real_report, real_pages, real_warehouse):
+    index = real_report.index.read_text(encoding="utf-8")
+    totals = [t for t in TableReader(index).tables if t[0][:2] == ["provider", "baseline"]]
+    assert totals and all(re.fullmatch(r"(huggingface|torch) · [a-z+]+", row[1]) for t in totals for row in t[1:])
+    [kernels] = [t for t in TableReader(index).tables if t[0][:2] == ["kernel", "name"]]
+    newest = {row[1]: row[4] for row in kernels[1:]}
+    # rms_norm's newest run of upstream's data files is from 2024: stale, and dated.
+    assert newest["rms_norm"].startswith("upstream files: 2024-") and newest["rms_norm"].endswith("stale")
+    page = real_pages[(real_report.folder / real_report.kernel_pages["rms_norm"]).resolve()]
+    assert "upstream files: newest run 2024-" in page.text and "stale:" in page.text
 
 
 def test_the_report_is_fresh_until_the_database_or_its_code_changes(real_report, real_warehouse, monkeypatch):

@@ -69,9 +69,20 @@ def test_compare_command_prints_workload_blocks(warehouse_dir: Path, capsys: pyt
     assert header.startswith("swiglu on H100:")
     first_block = blocks[0].splitlines()
     assert first_block[0] == "batch2-seq128  (forward, speed; seq = 128; unit ms)"
-    assert first_block[1].split() == ["provider", "value", "p20..p80", "ratio", "noise", "version", "observed", "(UTC)"]
-    assert first_block[3].split() == ["liger", "1", "1..1", "1.250", "separated", "0.2", "2024-05-01", "00:00:00"]
-    assert first_block[4].split()[:5] == ["huggingface", "1.25", "1.25..1.25", "1.000", "baseline"]
+    assert first_block[1].split() == ["provider", "backend", "value", "p20..p80", "ratio", "vs", "noise", "version", "observed", "(UTC)"]
+    assert first_block[3].split() == [
+        "liger",
+        "triton",
+        "1",
+        "1..1",
+        "1.250",
+        "huggingface/triton",
+        "separated",
+        "0.2",
+        "2024-05-01",
+        "00:00:00",
+    ]
+    assert first_block[4].split()[:7] == ["huggingface", "triton", "1.25", "1.25..1.25", "1.000", "itself", "baseline"]
     assert len(blocks) == 8, "one block per workload"
 
 

@@ -9,6 +9,9 @@ import polars as pl
 
 from pipelines.core import catalog
 
+# Snapshots a check names in its description and details.
+NAMED = 5
+
 
 @dataclass(frozen=True)
 class CheckOutcome:
@@ -51,7 +54,8 @@ def quantiles_ordered(warehouse: Path) -> CheckOutcome:
 
 
 def snapshot_accounting(warehouse: Path) -> CheckOutcome:
-    """SPEC section 5: row_count = accepted + quarantined, and every accepted row maps to one run."""
+    """SPEC section 5: row_count = accepted + quarantined, every accepted row maps to one run and every quarantined
+    row is held, for every snapshot, a rejected one too (its rows are quarantined). Fails naming the snapshots."""
     snaps = _read(warehouse, "snapshots")
     mapped = _read(warehouse, "run_snapshots").group_by("snapshot_id").agg(pl.len().alias("mapped"))
     held = _read(warehouse, "quarantine").group_by("snapshot_id").agg(pl.len().alias("held"))
@@ -65,12 +69,25 @@ def snapshot_accounting(warehouse: Path) -> CheckOutcome:
         | (pl.col("accepted") != pl.col("mapped"))
         | (pl.col("quarantined") != pl.col("held"))
     )
-    rejected = snaps.filter(pl.col("status") == "rejected")
-    return CheckOutcome(
-        bad.is_empty() and rejected.is_empty(),
-        f"{bad.height} snapshots do not account for every row; {rejected.height} snapshots were rejected",
-        {"unaccounted": bad["snapshot_id"].to_list()[:5], "rejected": rejected.select("snapshot_id", "reason").rows()[:5]},
-    )
+    named = [
+        f"{r['snapshot_id']} ({r['row_count']} rows, {r['accepted']} accepted with {r['mapped']} mapped to runs, "
+        f"{r['quarantined']} quarantined with {r['held']} held)"
+        for r in bad.head(NAMED).iter_rows(named=True)
+    ]
+    description = "every row of every snapshot is accepted once or quarantined once"
+    if named:
+        description = f"{bad.height} snapshot(s) do not account for every row: " + "; ".join(named)
+    return CheckOutcome(bad.is_empty(), description, {"unaccounted": bad["snapshot_id"].to_list()[:NAMED]})
+
+
+def snapshots_rejected(warehouse: Path) -> CheckOutcome:
+    """A warning, never blocking: the snapshots refused whole (their rows wait in quarantine), each named with why."""
+    rejected = _read(warehouse, "snapshots").filter(pl.col("status") == "rejected")
+    named = [f"{snapshot_id} ({reason})" for snapshot_id, reason in rejected.select("snapshot_id", "reason").head(NAMED).rows()]
+    description = "no snapshot was rejected"
+    if named:
+        description = f"{rejected.height} snapshot(s) rejected whole, their rows in quarantine: " + "; ".join(named)
+    return CheckOutcome(rejected.is_empty(), description, {"rejected": rejected.select("snapshot_id", "reason").rows()[:NAMED]})
 
 
 def catalog_coverage(warehouse: Path) -> CheckOutcome:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.assemble.run_identity import RENAMED, STAGED_RUNS, SnapshotMarks, distinct_runs
+from pipelines.assemble.conflicts import CONFLICTS
+from pipelines.assemble.run_identity import RENAMED, STAGED_RUNS, SnapshotMarks, identify
 from pipelines.core import schemas
 from pipelines.core.background import ahead
 from pipelines.ingest.staging import RUN_ROWS_UNIQUE
@@ -63,19 +64,20 @@ def with_history(frame: pl.DataFrame, part: StagedPart) -> pl.DataFrame:
 
 def sorted_runs(
     parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: store.ParquetAppender, marks: SnapshotMarks | None = None
-) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-    """Each bucket's runs (see `distinct_runs`), in run_id order from one bucket to the next."""
+) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
+    """Each bucket's runs, renamed rows and conflicting rows (see `identify`), in run_id order from one bucket to the next."""
     carry = pl.DataFrame(schema=STAGED_RUNS)
     for bucket_index, rows in enumerate(ahead(_buckets(parts, bounds, scratch, mapped))):
-        runs, renamed_rows = distinct_runs(rows, marks)
+        identified = identify(rows, marks)
+        runs, renamed_rows = identified.runs, identified.renamed
         if not carry.is_empty():
             runs = pl.concat([carry, runs]).sort("run_id")
         # A suffixed id can sort past the next range's first ids; it then waits for that bucket.
         if bucket_index < len(bounds) and runs.height and runs["run_id"][-1] >= bounds[bucket_index]:
             beyond = pl.col("run_id") >= bounds[bucket_index]
             carry, runs = runs.filter(beyond), runs.filter(~beyond)
-        yield runs, renamed_rows
-    yield carry, pl.DataFrame(schema=RENAMED)
+        yield runs, renamed_rows, identified.conflicts
+    yield carry, pl.DataFrame(schema=RENAMED), pl.DataFrame(schema=CONFLICTS)
 
 
 def bucket_bounds(parts: list[StagedPart], rows: int) -> list[str]:

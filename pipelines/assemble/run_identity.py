@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from pipelines.assemble.conflicts import CONFLICTS, conflict_rows, conflicting
 from pipelines.core import schemas
 
 if TYPE_CHECKING:
@@ -50,21 +51,44 @@ def marks_of(history: History) -> SnapshotMarks:
     return SnapshotMarks(ci=history.ci, off_branch=history.off_branch)
 
 
+@dataclass(frozen=True)
+class Identified:
+    """`distinct_runs`'s runs and renamed rows, and the conflicting rows (conflicts.CONFLICTS, final run ids), which
+    are neither runs nor rows of one: they go to quarantine."""
+
+    runs: pl.DataFrame
+    renamed: pl.DataFrame
+    conflicts: pl.DataFrame
+
+
 def distinct_runs(rows: pl.DataFrame, marks: SnapshotMarks | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The distinct runs among `rows`, sorted by run_id: each run's first occurrence in history with its
     provenance, ids made unique; and (snapshot_id, row_number, run_id) of the rows whose run got a new id."""
+    identified = identify(rows, marks)
+    return identified.runs, identified.renamed
+
+
+def identify(rows: pl.DataFrame, marks: SnapshotMarks | None = None) -> Identified:
+    """`distinct_runs`, and the rows that conflict with their run's first row (see conflicts): left out of the
+    runs' provenance (they are no row of the run), returned apart."""
     # One chunk: gathers from a frame of many chunks (one per file piece) are several times slower.
     marks = marks or SnapshotMarks()
+    no_conflicts = pl.DataFrame(schema=CONFLICTS)
     rows = rows.rechunk() if rows["_order"].is_sorted() else rows.sort("_order")
     distinct = each_row_a_run(rows, marks)
     if distinct is not None:
-        return distinct, pl.DataFrame(schema=RENAMED)
+        return Identified(distinct, pl.DataFrame(schema=RENAMED), no_conflicts)
     key = list(RUN_KEY)
     rows = rows.with_columns(pl.struct(key).hash().alias("_key"))
     provenance = _provenance(rows, marks)
     if provenance.height < rows.height and not _one_key_per_hash(rows, provenance):
         # Two keys share a hash: group by the keys themselves.
         rows = rows.with_columns(pl.col("_order").min().over(key).alias("_key"))
+        provenance = _provenance(rows, marks)
+    found = no_conflicts
+    if provenance.height < rows.height and (conflict := conflicting(rows)).any():
+        found = conflict_rows(rows, conflict)
+        rows = rows.filter(~conflict)
         provenance = _provenance(rows, marks)
     # One gather of the wide rows: the first occurrences, already in run_id order.
     runs = rows[provenance["_row"]].with_columns(
@@ -81,7 +105,9 @@ def distinct_runs(rows: pl.DataFrame, marks: SnapshotMarks | None = None) -> tup
         renamed = runs.filter(pl.col("_renamed")).select(*key, "run_id")
         renamed_rows = rows.select(*key, "snapshot_id", "row_number").join(renamed, on=key, how="inner", nulls_equal=True)
         renamed_rows = renamed_rows.select("snapshot_id", "row_number", "run_id")
-    return runs.select(STAGED_RUNS.names()).cast(STAGED_RUNS), renamed_rows
+        found = found.join(renamed, on=key, how="left", nulls_equal=True, suffix="_new", maintain_order="left")
+        found = found.with_columns(pl.coalesce("run_id_new", "run_id").alias("run_id"))
+    return Identified(runs.select(STAGED_RUNS.names()).cast(STAGED_RUNS), renamed_rows, found.select(CONFLICTS.names()))
 
 
 def each_row_a_run(rows: pl.DataFrame, marks: SnapshotMarks | None = None) -> pl.DataFrame | None:

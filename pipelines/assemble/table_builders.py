@@ -81,7 +81,10 @@ def protocols(metric_passes: list[tuple[str, str]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schemas.PROTOCOLS)
 
 
-def snapshots(history: History) -> pl.DataFrame:
+def snapshots(history: History, conflicts: dict[str, int] | None = None) -> pl.DataFrame:
+    """One row per staged snapshot; `conflicts` (per snapshot, its rows that conflict with their run) move from
+    accepted to quarantined: staging accepted them, the assembly found them no row of a run."""
+    conflicts = conflicts or {}
     rows = [
         {
             "snapshot_id": m.snapshot_id,
@@ -96,8 +99,8 @@ def snapshots(history: History) -> pl.DataFrame:
             "reason": m.reason,
             "header": json.dumps(m.header),
             "row_count": m.row_count,
-            "accepted": m.accepted,
-            "quarantined": m.quarantined,
+            "accepted": m.accepted - conflicts.get(m.snapshot_id, 0),
+            "quarantined": m.quarantined + conflicts.get(m.snapshot_id, 0),
             "is_latest": m.snapshot_id in history.latest,
             "bom": m.bom,
             "line_end": m.line_end,

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.assemble import external_sort
+from pipelines.assemble.conflicts import quarantine_rows
 from pipelines.assemble.external_sort import StagedPart, read_part
 from pipelines.assemble.history import History
 from pipelines.assemble.run_identity import marks_of
@@ -94,6 +95,7 @@ def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[st
     gpus: set[str] = set()
     metric_passes: set[tuple[str, str]] = set()
     renamed: list[pl.DataFrame] = []
+    conflicts: list[pl.DataFrame] = []
     try:
         # Reading a bucket, deduplicating the one before and writing the one before that run at once;
         # a bucket's measurements are built and written while its runs are (Parquet encoding is one
@@ -104,9 +106,10 @@ def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[st
                     row_parts, external_sort.bucket_bounds(row_parts, accepted), scratch, mapped_writer, marks_of(history)
                 )
             )
-            for runs, renamed_rows in ahead(_described(sorted_runs, describing)):
+            for runs, renamed_rows, conflicting in ahead(_described(sorted_runs, describing)):
                 measured = measuring.submit(lambda bucket: measurements_writer.write(measurements(bucket)), runs)
                 renamed.append(renamed_rows)
+                conflicts.append(conflicting)
                 runs_writer.write(runs)
                 gpus.update(runs["gpu_name"].unique().to_list())
                 metric_passes.update(runs.select("metric", "pass").unique().rows())
@@ -117,18 +120,19 @@ def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[st
         mapped_writer.close()
         shutil.rmtree(scratch, ignore_errors=True)
     renamed_rows = pl.concat(renamed)
+    held = conflict_quarantine(pl.concat(conflicts), history)
     files = {
         "runs": TableFile(runs_writer.path, runs_writer.rows),
         "measurements": TableFile(measurements_writer.path, measurements_writer.rows),
         "run_snapshots": TableFile(mapped_writer.path, mapped_writer.rows)
-        if renamed_rows.is_empty()
-        else _write_run_snapshots(row_parts, renamed_rows, mapped_writer.path),
-        "quarantine": _write_quarantine(staged_parts(warehouse, history, "quarantine"), out / "quarantine.parquet"),
+        if renamed_rows.is_empty() and held.is_empty()
+        else _write_run_snapshots(row_parts, renamed_rows, held, mapped_writer.path),
+        "quarantine": _write_quarantine(staged_parts(warehouse, history, "quarantine"), held, out / "quarantine.parquet"),
     }
     small = {
         "environments": environments(sorted(gpus)),
         "protocols": protocols(sorted(metric_passes)),
-        "snapshots": snapshots(history),
+        "snapshots": snapshots(history, dict(held.group_by("snapshot_id").len().rows())),
     }
     for name, frame in small.items():
         store.write_parquet(frame, out / f"{name}.parquet")
@@ -167,20 +171,31 @@ def _kept_answers(path: Path, schema: pl.Schema) -> pl.DataFrame | None:
 
 
 def _described(
-    sorted_runs: Iterator[tuple[pl.DataFrame, pl.DataFrame]], describing: _Describing
-) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    sorted_runs: Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]], describing: _Describing
+) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
     """Each bucket's runs with every column of RUNS: a step of its own, so that the next bucket is
     deduplicated while this one is described."""
-    for runs, renamed_rows in sorted_runs:
+    for runs, renamed_rows, conflicting in sorted_runs:
         runs = describe(runs, describing.cache, describing.sources)
-        yield runs.select(schemas.RUNS.names()).cast(schemas.RUNS), renamed_rows
+        yield runs.select(schemas.RUNS.names()).cast(schemas.RUNS), renamed_rows, conflicting
 
 
-def _write_run_snapshots(parts: list[StagedPart], renamed: pl.DataFrame, path: Path) -> TableFile:
-    """Which run each accepted row is, in history order, part by part."""
+def conflict_quarantine(conflicting: pl.DataFrame, history: History) -> pl.DataFrame:
+    """The quarantine rows of the rows that conflict with their run (see conflicts), in history order."""
+    if conflicting.is_empty():
+        return pl.DataFrame(schema=schemas.QUARANTINE)
+    place = {m.snapshot_id: position for position, m in enumerate(history.ordered)}
+    conflicting = conflicting.sort(pl.col("snapshot_id").replace_strict(place, return_dtype=pl.Int64), "row_number")
+    return quarantine_rows(conflicting, {m.snapshot_id: m.header for m in history.staged})
+
+
+def _write_run_snapshots(parts: list[StagedPart], renamed: pl.DataFrame, held: pl.DataFrame, path: Path) -> TableFile:
+    """Which run each accepted row is, in history order, part by part; a row held in quarantine (a conflict) is none."""
     writer = store.ParquetAppender(path, schemas.RUN_SNAPSHOTS)
     try:
         for frame in ahead(read_part(part, schemas.RUN_ROWS, ["run_id", "snapshot_id", "row_number"]) for part in parts):
+            if not held.is_empty():
+                frame = frame.join(held, on=["snapshot_id", "row_number"], how="anti", maintain_order="left")
             if not renamed.is_empty():
                 frame = frame.join(renamed, on=["snapshot_id", "row_number"], how="left", suffix="_new", maintain_order="left")
                 frame = frame.with_columns(pl.coalesce("run_id_new", "run_id").alias("run_id"))
@@ -190,11 +205,19 @@ def _write_run_snapshots(parts: list[StagedPart], renamed: pl.DataFrame, path: P
     return TableFile(path, writer.rows)
 
 
-def _write_quarantine(parts: list[StagedPart], path: Path) -> TableFile:
+def _write_quarantine(parts: list[StagedPart], held: pl.DataFrame, path: Path) -> TableFile:
+    """The staged quarantine rows, part by part, with each snapshot's conflicting rows in their places."""
     writer = store.ParquetAppender(path, schemas.QUARANTINE)
+    by_snapshot = held.partition_by("snapshot_id", as_dict=True) if not held.is_empty() else {}
     try:
-        for part in parts:
-            writer.write(read_part(part, schemas.QUARANTINE))
+        for index, part in enumerate(parts):
+            frame = read_part(part, schemas.QUARANTINE)
+            last_of_snapshot = index + 1 == len(parts) or parts[index + 1].snapshot_id != part.snapshot_id
+            if last_of_snapshot and (part.snapshot_id,) in by_snapshot:
+                frame = pl.concat([frame, by_snapshot.pop((part.snapshot_id,))]).sort("row_number")
+            writer.write(frame)
+        for frame in by_snapshot.values():  # a snapshot with rows has quarantine parts; never reached
+            writer.write(frame)
     finally:
         writer.close()
     return TableFile(path, writer.rows)

@@ -169,10 +169,12 @@ def run_sql(args: argparse.Namespace) -> int:
 def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "compare",
-        help="compare providers of one kernel on one GPU, workload by workload",
+        help="compare implementations (provider and backend) of one kernel on one GPU, workload by workload",
         description=(
-            "Per workload, each provider's latest passed run in ms or MiB, its ratio to the group's baseline "
-            "(above 1: better than the baseline) and whether the difference stands out of the noise."
+            "Per workload, each implementation's latest passed run in ms or MiB: a provider and the backend its "
+            "file was written for (the cuTile file's liger and the Triton file's are two lines). Its ratio to its "
+            "baseline, named in the `vs` column (above 1: better than the baseline), and whether the difference "
+            "stands out of the noise."
         ),
     )
     parser.add_argument("--kernel", required=True, help="kernel name, e.g. fused_linear_cpo_loss")
@@ -180,6 +182,9 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     parser.add_argument("--pass", dest="pass_", help="full, forward, backward or no-grad-forward")
     parser.add_argument("--metric", help="speed or memory")
     parser.add_argument("--provider", dest="providers", action="append", help="keep this provider (repeatable); baselines stay")
+    parser.add_argument(
+        "--backend", dest="backends", action="append", help="keep this backend, e.g. triton or cutile (repeatable); baselines stay"
+    )
     _add_warehouse_dir(parser)
     parser.set_defaults(func=run_compare)
     return parser
@@ -187,19 +192,24 @@ def add_compare_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def run_compare(args: argparse.Namespace) -> int:
     warehouse_dir = _warehouse_dir(args)
-    rows = compare(warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers)
+    rows = compare(
+        warehouse_dir, args.kernel, args.gpu, pass_=args.pass_, metric=args.metric, providers=args.providers, backends=args.backends
+    )
     gpus = [] if rows else gpus_for_kernel(warehouse_dir, args.kernel)
     if not rows:
         hint = f"; GPUs with {args.kernel}: {', '.join(gpus)}" if gpus else f"; no passed runs of {args.kernel} at all"
         print(f"no comparisons match {args.kernel} on {args.gpu}{hint}", file=sys.stderr)
         return 1
-    print(f"{args.kernel} on {args.gpu}: latest passed run per provider; ratio = baseline / value, above 1 is better\n")
+    print(
+        f"{args.kernel} on {args.gpu}: latest passed run per implementation (provider, backend); "
+        "ratio = baseline (vs) / value, above 1 is better\n"
+    )
     print(format_comparison(rows))
     return 0
 
 
-COMPARISON_COLUMNS = ["provider", "value", "p20..p80", "ratio", "noise", "version", "observed (UTC)"]
-COMPARISON_RIGHT = [False, True, True, True, False, False, False]
+COMPARISON_COLUMNS = ["provider", "backend", "value", "p20..p80", "ratio", "vs", "noise", "version", "observed (UTC)"]
+COMPARISON_RIGHT = [False, False, True, True, True, False, False, False, False]
 
 
 def compare(
@@ -209,14 +219,17 @@ def compare(
     pass_: str | None = None,
     metric: str | None = None,
     providers: Sequence[str] | None = None,
+    backends: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per workload, each provider's latest run in ms or MiB with its ratio to the baseline."""
+    """Per workload, each implementation's (provider, backend) latest run in ms or MiB with its ratio to its
+    baseline (`baseline_provider`, `baseline_backend`)."""
     params = {
         "kernel": kernel,
         "gpu": gpu,
         "pass": pass_,
         "metric": metric,
         "providers": list(providers) if providers else None,
+        "backends": list(backends) if backends else None,
     }
     return db.query(warehouse_dir, sql_files.text("queries/compare"), params).records()
 
@@ -232,9 +245,10 @@ def gpus_for_kernel(warehouse_dir: Path, kernel: str) -> list[str]:
 
 
 def format_comparison(rows: Sequence[dict[str, Any]]) -> str:
-    """Rows of `cli_queries.compare`, one block per workload with a line per provider, best first.
+    """Rows of `cli_queries.compare`, one block per workload with a line per implementation, best first.
 
-    ratio is the baseline's value over this one (above 1: better than the baseline).
+    ratio is the baseline's value over this one (above 1: better than the baseline); `vs` names that
+    baseline as provider/backend, so two implementations of one provider read apart and together.
     """
     blocks = []
     for (pass_, metric, slug), block in groupby(rows, key=lambda r: (r["pass"], r["metric"], r["workload_slug"])):
@@ -244,9 +258,11 @@ def format_comparison(rows: Sequence[dict[str, Any]]) -> str:
         cells = [
             (
                 row["provider"],
+                row["backend"],
                 _significant(row["value"]),
                 f"{_significant(row['p20'])}..{_significant(row['p80'])}",
                 "" if row["ratio"] is None else f"{row['ratio']:.3f}",
+                _baseline(row),
                 row["noise"] or "",
                 row["liger_version"] or "",
                 row["observed_at"].strftime("%Y-%m-%d %H:%M:%S"),
@@ -257,6 +273,15 @@ def format_comparison(rows: Sequence[dict[str, Any]]) -> str:
         body = "\n".join("  " + line for line in table.splitlines()[:-1])  # no row-count footer per block
         blocks.append(f"{title}\n{body}")
     return "\n\n".join(blocks)
+
+
+def _baseline(row: dict[str, Any]) -> str:
+    """The implementation a row's ratio is taken against, as provider/backend; `itself` for the baseline's own row."""
+    if row["baseline_provider"] is None:
+        return ""
+    if (row["baseline_provider"], row["baseline_backend"]) == (row["provider"], row["backend"]):
+        return "itself"
+    return f"{row['baseline_provider']}/{row['baseline_backend']}"
 
 
 def _significant(value: float | None) -> str:

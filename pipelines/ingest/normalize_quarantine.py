@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipelines.core.schemas import REQUIRED_VALUES
-from pipelines.ingest.normalize_rules import MISSING_Y, TIMESTAMP_PATTERN, Y_COLUMNS
+from pipelines.ingest.normalize_rules import MEASURED_METRICS, MISSING_Y, TIMESTAMP_PATTERN, UNIT_CONVERSIONS, Y_COLUMNS
 from pipelines.ingest.parse_header import PARSE_ERROR
 from pipelines.ingest.parse_layout import render
 
@@ -34,6 +34,39 @@ def _blank(column: str) -> pl.Expr:
     return pl.col(column).is_null() | (pl.col(column).str.strip_chars() == "")
 
 
+def _canonical(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """A y number in its canonical unit, rounded as `normalize` rounds it, and that unit's name (both null when the
+    metric and unit are not converted)."""
+    value, unit = pl.lit(None, pl.Float64), pl.lit(None, pl.String)
+    for (metric, raw_unit), (_, canonical_unit, scale) in UNIT_CONVERSIONS.items():
+        known = (pl.col("metric_name") == metric) & (pl.col("metric_unit") == raw_unit)
+        value, unit = (
+            pl.when(known).then((raw * scale).round(0)).otherwise(value),
+            pl.when(known).then(pl.lit(canonical_unit)).otherwise(unit),
+        )
+    return value, unit
+
+
+def _not_measurements() -> list[tuple[pl.Expr, pl.Expr]]:
+    """A latency or peak memory that is a number but not above zero, as written or once rounded to its canonical
+    unit (`1e-320` ms is 0 ns): no measurement. Other metrics keep any number (a difference can be negative)."""
+    problems = []
+    measured = pl.col("metric_name").is_in(MEASURED_METRICS)
+    for q, column in Y_COLUMNS.items():
+        raw = pl.col(f"raw_p{q}")
+        number = measured & raw.is_not_null() & raw.is_finite()
+        canonical, unit = _canonical(raw)
+        text = pl.col(column).str.strip_chars().str.slice(0, 80)
+        problems.append((number & (raw <= 0), pl.format("{} {} is not above zero: not a measurement", pl.lit(column), text)))
+        problems.append(
+            (
+                number & (raw > 0) & (canonical == 0),
+                pl.format("{} {} rounds to 0 {}: not a measurement", pl.lit(column), text, unit),
+            )
+        )
+    return problems
+
+
 def _problems() -> list[tuple[pl.Expr, pl.Expr]]:
     """(whether a row has it, what the reason says) for each way a row fails; the y columns are parsed already."""
     empty = pl.concat_str([pl.when(_blank(c)).then(pl.lit(c)) for c in REQUIRED_VALUES], separator=", ", ignore_nulls=True)
@@ -52,6 +85,7 @@ def _problems() -> list[tuple[pl.Expr, pl.Expr]]:
             )
             for q, c in Y_COLUMNS.items()
         ],
+        *_not_measurements(),
         (pl.col("_config_error").is_not_null(), pl.col("_config_error")),
     ]
     return [(condition.fill_null(False), text) for condition, text in problems]

@@ -12,6 +12,8 @@ TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"
 MISSING_Y = ("", "nan", "-nan", "+nan")
 Y_COLUMNS = {"50": "y_value_50", "20": "y_value_20", "80": "y_value_80"}
 
+# The metrics whose y values are measurements (a latency, a peak memory): a number not above zero is none.
+MEASURED_METRICS = ("speed", "memory")
 # (metric, unit as upstream writes it) -> (canonical metric, canonical unit, factor)
 UNIT_CONVERSIONS = {
     ("speed", "ms"): ("latency", "ns", 1e6),

@@ -51,6 +51,8 @@ def read_header(data: bytes | Path) -> Header:
     first_line = head.splitlines()[0] if head.splitlines() else b""
     if len(first_line) > MAX_HEADER_BYTES:
         raise NotLigerCsv(f"the header row is longer than {MAX_HEADER_BYTES} bytes: no Liger CSV has one so long")
+    if b"\x00" in first_line:
+        raise NotLigerCsv("the header row holds NUL bytes: the file is binary, not CSV text")
     try:
         text = first_line.decode("utf-8")
     except UnicodeDecodeError:

@@ -18,14 +18,14 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.core.background import ahead
-from pipelines.core.schemas import LIGER_COLUMNS, QUARANTINE, RUN_ROWS
+from pipelines.core.schemas import LIGER_COLUMNS, RUN_ROWS
 from pipelines.ingest.normalize import normalize
 from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.normalize_quarantine import raw_line
 from pipelines.ingest.parse import iter_records
 from pipelines.ingest.parse_fast import FastPathRefused
 from pipelines.ingest.parse_header import Header, NotLigerCsv, read_header
 from pipelines.ingest.parse_layout import Layout
+from pipelines.ingest.rejected import rejected_rows, write_refused_parts
 from pipelines.ingest.source_types import SnapshotRef
 from pipelines.storage import store
 
@@ -33,7 +33,8 @@ from pipelines.storage import store
 # 2: broken quoting is quarantined, never repaired; schema drift warnings.
 # 3: narrow staged rows (schemas.RUN_ROWS) and each snapshot's workload answers beside them.
 # 4: each snapshot's layout (BOM, line end, blank lines, rows written otherwise): only the file's bytes tell it.
-NORMALIZER_VERSION = 4
+# 5: a latency or peak memory not above zero is quarantined; a file refused whole quarantines each of its lines.
+NORMALIZER_VERSION = 5
 STAGING = "_staging"
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
@@ -219,7 +220,7 @@ def _write_parts(
 
     def split(records: pl.DataFrame) -> tuple[int, pl.DataFrame, pl.DataFrame]:
         if rejected:
-            return records.height, pl.DataFrame(schema=RUN_ROWS), _rejected_rows(records, header, ref.snapshot_id, rejected)
+            return records.height, pl.DataFrame(schema=RUN_ROWS), rejected_rows(records, header, ref.snapshot_id, rejected)
         normalized = normalize(records, header, snapshot_id=ref.snapshot_id, cache=cache)
         return records.height, normalized.rows, normalized.quarantine
 
@@ -237,19 +238,6 @@ def _write_parts(
         quarantined += out_quarantine.height
     store.write_parquet(cache.workloads.used_answers(), folder / WORKLOADS, compression_level=1, statistics=False)
     return row_count, accepted, quarantined
-
-
-def _rejected_rows(records: pl.DataFrame, header: Header, snapshot_id: str, reason: str) -> pl.DataFrame:
-    raws = [raw_line(fields, raw) for fields, raw in zip(records.select(header.columns).iter_rows(), records["_raw"])]
-    return pl.DataFrame(
-        {
-            "snapshot_id": [snapshot_id] * records.height,
-            "row_number": records["row_number"],
-            "raw": raws,
-            "reason": [reason] * records.height,
-        },
-        schema=QUARANTINE,
-    )
 
 
 def drift_warnings(header: Header) -> list[str]:
@@ -286,11 +274,11 @@ def stage_snapshot(
         if header is not None and header.missing:
             status = "rejected"
             reason = f"snapshot rejected: the header lacks required column(s) {', '.join(header.missing)}"
-        counts = (0, 0, 0)
-        layout = Layout(inexact="the file is not a CSV: only its sha256 is kept")
-        if header is not None:
+        layout = Layout()
+        if header is None:
+            counts = write_refused_parts(data, ref.snapshot_id, tmp, reason or "", layout)
+        else:
             try:
-                layout = Layout()
                 counts = _write_parts(data, header, ref, tmp, cache, careful=False, rejected=reason, layout=layout)
             except FastPathRefused:
                 for part in tmp.iterdir():

@@ -1,4 +1,4 @@
--- The $n providers with the best geometric-mean ratio to their baseline and the $n with the worst.
+-- The $n implementations (provider and backend) with the best geometric-mean ratio to their baseline and the $n with the worst.
 SELECT
     side(geomean_ratio) AS side,
     * EXCLUDE (min_ratio, max_ratio)
@@ -6,6 +6,6 @@ FROM kernel_scorecard
 WHERE geomean_ratio <> 1
 QUALIFY row_number() OVER (
     PARTITION BY side(geomean_ratio)
-    ORDER BY distance_from_par(geomean_ratio) DESC, kernel, pass, metric, gpu_name, provider
+    ORDER BY distance_from_par(geomean_ratio) DESC, kernel, pass, metric, gpu_name, provider, backend, baseline_provider, baseline_backend
 ) <= $n
 ORDER BY geomean_ratio DESC

@@ -1,7 +1,8 @@
--- The $n biggest separated wins over the baseline and the $n biggest regressions.
+-- The $n biggest separated wins over the baseline and the $n biggest regressions, each implementation and
+-- its baseline named by provider and backend.
 SELECT
     side(ratio) AS side,
-    kernel, pass, metric, gpu_name, workload_slug, provider, baseline_provider,
+    kernel, pass, metric, gpu_name, workload_slug, provider, backend, baseline_provider, baseline_backend,
     human_value(value, unit) AS value,
     human_value(baseline_value, unit) AS baseline_value,
     human_unit(unit) AS unit,

@@ -1,7 +1,8 @@
--- The $n sweeps with the best geometric-mean ratio to their baseline and the $n with the worst.
+-- The $n sweeps with the best geometric-mean ratio to their baseline and the $n with the worst, each
+-- implementation and its baseline named by provider and backend.
 SELECT
     side(geomean_ratio) AS side,
-    kernel, pass, metric, gpu_name, x_key, sweep_workload, provider, baseline_provider,
+    kernel, pass, metric, gpu_name, x_key, sweep_workload, provider, backend, baseline_provider, baseline_backend,
     n_points,
     n_better,
     geomean_ratio,
@@ -10,6 +11,6 @@ FROM sweep_comparisons
 WHERE geomean_ratio <> 1
 QUALIFY row_number() OVER (
     PARTITION BY side(geomean_ratio)
-    ORDER BY distance_from_par(geomean_ratio) DESC, kernel, pass, metric, gpu_name, sweep_digest, provider
+    ORDER BY distance_from_par(geomean_ratio) DESC, kernel, pass, metric, gpu_name, sweep_digest, provider, backend, baseline_provider
 ) <= $n
 ORDER BY geomean_ratio DESC

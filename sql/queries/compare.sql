@@ -1,9 +1,13 @@
--- One kernel on one GPU: per workload, each provider's latest passed run in
--- human units (ms, MiB: readable_runs), its ratio to the group's baseline and
--- whether the difference stands out of the noise (provider_comparisons.noise).
--- Parameters: $kernel, $gpu, and the optional filters $pass, $metric and
--- $providers (a list; null: no filter). A provider filter keeps the
--- baseline's row of each workload it shows, so each ratio has its reference.
+-- One kernel on one GPU: per workload, each implementation's latest passed run
+-- (provider and backend, SPEC section 4: the cuTile file's liger and the
+-- Triton file's are two rows) in human units (ms, MiB: readable_runs), its
+-- ratio to its baseline, named by baseline_provider and baseline_backend (as
+-- provider_comparisons chose it), and whether the difference stands out of the
+-- noise (provider_comparisons.noise).
+-- Parameters: $kernel, $gpu, and the optional filters $pass, $metric,
+-- $providers and $backends (lists; null: no filter). A provider or backend
+-- filter keeps the baseline rows the chosen rows' ratios refer to, so each
+-- ratio has its reference on screen.
 WITH candidates AS (
     SELECT *
     FROM provider_comparisons
@@ -16,16 +20,20 @@ WITH candidates AS (
 chosen AS (
     SELECT *
     FROM candidates
-    WHERE $providers IS NULL OR list_contains($providers, provider)
+    WHERE ($providers IS NULL OR list_contains($providers, provider))
+        AND ($backends IS NULL OR list_contains($backends, backend))
 ),
 
 shown AS (
     SELECT *
     FROM chosen
     UNION
-    SELECT *
+    SELECT candidates.*
     FROM candidates
-    WHERE provider = baseline_provider AND group_id IN (SELECT group_id FROM chosen)
+    SEMI JOIN chosen
+        ON candidates.group_id = chosen.group_id
+        AND candidates.provider = chosen.baseline_provider
+        AND candidates.backend = chosen.baseline_backend
 )
 
 SELECT
@@ -37,12 +45,14 @@ SELECT
     run.x_name,
     run.x_value,
     shown.provider,
+    shown.backend,
     shown.rank,
     run.value,
     run.p20,
     run.p80,
     run.unit,
     shown.baseline_provider,
+    shown.baseline_backend,
     shown.ratio,
     shown.noise,
     shown.liger_version,
@@ -58,4 +68,5 @@ ORDER BY
     run.x_value,
     shown.workload_slug,
     shown.rank,
-    shown.provider
+    shown.provider,
+    shown.backend

@@ -1,8 +1,10 @@
--- The points of the report's sweep charts: each provider's latest passed run
--- per comparable group (provider_comparisons), placed on its sweep's x axis,
--- in human units (ms, MiB), with the provenance of the number: the run, the
--- snapshots it was first and last seen in, and their upstream commits (all
--- from readable_runs).
+-- The points of the report's sweep charts: each implementation's (provider,
+-- backend: SPEC section 4) latest passed run per comparable group
+-- (provider_comparisons), placed on its sweep's x axis, in human units (ms,
+-- MiB), with its ratio to the baseline implementation it was compared with
+-- (baseline_provider, baseline_backend) and the provenance of the number: the
+-- run, the snapshots it was first and last seen in, and their upstream commits
+-- (all from readable_runs).
 SELECT
     pc.kernel,
     run.kernel_title,
@@ -17,6 +19,7 @@ SELECT
     run.sweep_workload,
     pc.workload_slug,
     pc.provider,
+    pc.backend,
     pc.run_id,
     pc.liger_version,
     pc.observed_at,
@@ -25,6 +28,7 @@ SELECT
     run.p80,
     run.unit,
     pc.baseline_provider,
+    pc.baseline_backend,
     pc.ratio,
     pc.noise,
     run.first_seen_snapshot,
@@ -41,5 +45,6 @@ ORDER BY
     run.x_key,
     run.sweep_workload,
     pc.provider,
+    pc.backend,
     try_cast(run.x_value AS DOUBLE) NULLS LAST,
     run.x_value

@@ -1,7 +1,8 @@
 -- Every run, for the report's run tables (the targets of its links): what
 -- ran, its result in human units (ms, MiB), and where the number comes from:
 -- the snapshots it was first and last seen in and their upstream commits
--- (readable_runs).
+-- (readable_runs), its backend, stream and the CI folder (benchmarked commit
+-- and release) that carried it.
 SELECT
     run.run_id,
     run.kernel,
@@ -10,6 +11,10 @@ SELECT
     run.pass,
     run.metric,
     run.provider,
+    run.backend,
+    run.stream,
+    run.benchmarked_commit,
+    run.release,
     run.workload_slug,
     run.x_name,
     run.x_value,
@@ -27,4 +32,4 @@ SELECT
     run.last_seen_snapshot,
     run.last_seen_commit
 FROM readable_runs AS run
-ORDER BY run.kernel, run.gpu_name, run.pass, run.metric, run.provider, run.observed_at DESC, run.run_id
+ORDER BY run.kernel, run.gpu_name, run.pass, run.metric, run.provider, run.backend, run.observed_at DESC, run.run_id

@@ -1,8 +1,14 @@
 -- One row per comparable group (one kernel, workload, pass, metric and GPU)
 -- that has at least one passed run; a group whose runs all failed has no row.
 -- median_value: the mean of the two middle values when the count is even.
--- best_provider: the lowest latest value; a tie goes to the name sorting first.
--- best_ratio: the best provider's ratio to the baseline (null without one).
+-- n_providers counts providers, n_implementations (provider, backend) pairs
+-- (SPEC section 4): the cuTile and Triton files' liger are one provider, two
+-- implementations.
+-- best_provider, best_backend: the implementation with the lowest latest
+-- value; a tie goes to the one whose (provider, backend) sorts first.
+-- best_ratio: the best implementation's ratio to its baseline (null without
+-- one), whose backend is best_baseline_backend (provider_comparisons chooses
+-- it per implementation; baseline_provider is the group's).
 -- Rows are stored in no particular order.
 WITH summary AS (
     SELECT
@@ -48,11 +54,14 @@ described AS (
 best AS (
     SELECT
         group_id,
-        count(*) AS n_providers,
+        count(DISTINCT provider) AS n_providers,
+        count(*) AS n_implementations,
         any_value(baseline_provider) AS baseline_provider,
-        min(provider) FILTER (WHERE rank = 1) AS best_provider,
         min(value) AS best_value,
-        arg_min_null(ratio, provider) FILTER (WHERE rank = 1) AS best_ratio
+        arg_min(
+            {'provider': provider, 'backend': backend, 'ratio': ratio, 'baseline_backend': baseline_backend},
+            {'provider': provider, 'backend': backend}
+        ) FILTER (WHERE rank = 1) AS winner
     FROM provider_comparisons
     GROUP BY group_id
 )
@@ -61,10 +70,16 @@ SELECT
     described.* EXCLUDE (unit),
     n_runs,
     n_providers,
+    n_implementations,
     n_versions,
     summary.* EXCLUDE (group_id, n_runs),
     unit,
-    best.* EXCLUDE (group_id, n_providers)
+    baseline_provider,
+    winner.provider AS best_provider,
+    winner.backend AS best_backend,
+    best_value,
+    winner.ratio AS best_ratio,
+    winner.baseline_backend AS best_baseline_backend
 FROM described
 JOIN summary USING (group_id)
 JOIN versions USING (group_id)

@@ -1,13 +1,18 @@
--- Per (kernel, pass, metric, GPU, provider, baseline provider), over the
--- groups where the provider has a ratio to a baseline other than itself.
--- A provider compared against huggingface in some groups and torch in others
--- gets one row per baseline, since ratios to different baselines don't mix.
+-- Per (kernel, pass, metric, GPU, provider, backend, baseline provider,
+-- baseline backend), over the groups where the implementation (provider and
+-- backend, SPEC section 4) has a ratio to a baseline other than itself.
+-- The cuTile file's liger and the Triton file's liger are two rows: mixed,
+-- their geometric mean would be neither's. An implementation compared
+-- against huggingface in some groups and torch in others, or against the
+-- baseline's run of another backend where its own backend has none (see
+-- provider_comparisons), gets one row per baseline implementation, since
+-- ratios to different baselines don't mix.
 -- wins: ratio > 1 and separated; losses: ratio < 1 and separated; draws: the
 -- rest, so wins + losses + draws = n_groups.
 WITH challenges AS (
     SELECT *
     FROM provider_comparisons
-    WHERE provider <> baseline_provider AND ratio IS NOT NULL
+    WHERE (provider <> baseline_provider OR backend <> baseline_backend) AND ratio IS NOT NULL
 )
 
 SELECT
@@ -16,7 +21,9 @@ SELECT
     metric,
     gpu_name,
     provider,
+    backend,
     baseline_provider,
+    baseline_backend,
     count(*) AS n_groups,
     exp(avg(ln(ratio))) AS geomean_ratio,
     min(ratio) AS min_ratio,
@@ -25,5 +32,5 @@ SELECT
     count(*) FILTER (WHERE ratio < 1 AND separated) AS losses,
     n_groups - wins - losses AS draws
 FROM challenges
-GROUP BY kernel, pass, metric, gpu_name, provider, baseline_provider
-ORDER BY kernel, pass, metric, gpu_name, provider, baseline_provider
+GROUP BY kernel, pass, metric, gpu_name, provider, backend, baseline_provider, baseline_backend
+ORDER BY kernel, pass, metric, gpu_name, provider, backend, baseline_provider, baseline_backend

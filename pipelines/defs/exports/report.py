@@ -15,9 +15,11 @@ STATISTICS = [name for name in db.STATISTICS if name not in db.VIEWS]
 @dg.asset(group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "svg"}, pool=WRITERS)
 def report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """A static site in `WAREHOUSE_DIR/report/` that opens from disk: per GPU and metric the
-    scorecard as a heat map, a page per kernel with each provider along its sweeps (p20-p80
-    band) and its ratio to the baseline, the regressions and improvements between versions,
-    and for every number its run, snapshot and upstream commit."""
+    scorecard as a heat map, a page per kernel with its series over upstream's benchmarked
+    commits (change points marked), each implementation (provider · backend) along its sweeps
+    (p20-p80 band) and its ratio to the named baseline, the change points by commit (newest first,
+    regressions first, with size and cause), stale kernels flagged, and for every number its run,
+    snapshot and upstream commit."""
     # Under the writer lock: another writer's recover() sweeps temporary folders such as this build's.
     with warehouse.writing():
         built, summary = build_report_if_stale(warehouse.path)

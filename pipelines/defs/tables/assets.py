@@ -28,6 +28,7 @@ CHECKS = [
     ("runs", "references_exist", checks.references_exist, dg.AssetCheckSeverity.ERROR),
     ("measurements", "quantiles_ordered", checks.quantiles_ordered, dg.AssetCheckSeverity.ERROR),
     ("snapshots", "every_row_accounted", checks.snapshot_accounting, dg.AssetCheckSeverity.ERROR),
+    ("snapshots", "no_snapshot_rejected", checks.snapshots_rejected, dg.AssetCheckSeverity.WARN),
     ("environments", "catalogs_cover_data", checks.catalog_coverage, dg.AssetCheckSeverity.WARN),
 ]
 

@@ -27,13 +27,16 @@ table { border-collapse: collapse; font-size: 0.82em; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f3f5f8; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.improved td:nth-child(2) { color: #2166ac; font-weight: 600; }
-tr.regressed td:nth-child(2) { color: #b2182b; font-weight: 600; }
+tr.improved td:first-child, tr.improved td:nth-child(2) { color: #2166ac; font-weight: 600; }
+tr.regressed td:first-child, tr.regressed td:nth-child(2) { color: #b2182b; font-weight: 600; }
+tr.stale td:last-child, strong.stale { color: #b2182b; }
+.note { background: #fff3cd; border-left: 4px solid #e0a800; padding: 0.4em 0.8em; }
 tr.failed { color: #888; }
 tr:has(:target) td, figure:target { background: #fff3b0; }
 code { font-size: 0.92em; }
 details { margin: 0.3em 0 1em; } summary { cursor: pointer; color: #20324a; }
 .muted { color: #666; }
+.nowrap { white-space: nowrap; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .charts { display: flex; flex-wrap: wrap; gap: 0.5em 2em; align-items: flex-start; }
 .charts figure { margin: 0; max-width: 100%; }
@@ -59,6 +62,11 @@ def plain(value: Any) -> str:
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return str(value)
+
+
+def count(n: int, word: str) -> str:
+    """`1 regression`, `3 regressions`."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def link(href: str, label: str, title: str | None = None) -> str:
@@ -116,7 +124,7 @@ def page(title: str, body: str, footer: str, root: str = "") -> str:
 <link rel="stylesheet" href="{root}style.css">
 </head>
 <body>
-<nav><a href="{root}index.html">Overview</a><a href="{root}changes.html">Regressions and improvements</a></nav>
+<nav><a href="{root}index.html">Overview</a><a href="{root}changes.html">Change points</a></nav>
 <main>
 {body}
 </main>

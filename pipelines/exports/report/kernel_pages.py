@@ -1,42 +1,69 @@
-"""A kernel's page of the report: per GPU, pass and metric its sweep chart with the numbers behind it,
-then its scorecard and every run, each run an anchor the other pages link to."""
+"""A kernel's page of the report: how fresh its data is, its history over upstream's benchmarked
+commits with the change points marked and listed, its scorecard, per GPU, pass and metric its sweep
+chart with the numbers behind it, then the runs those numbers come from, each an anchor the other
+pages link to."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from pipelines.exports.report import html
+from pipelines.exports.report import changes_page, html, implementations, scorecards
+from pipelines.exports.report.history_site import MIN_COMMITS, HistoryChart
 from pipelines.exports.report.html import link, text
-from pipelines.exports.report.pages import TITLE, GpuSection, Site, gpu_anchor, metric_label
+from pipelines.exports.report.pages import TITLE, GpuSection, Site, freshness_sentence, gpu_anchor, metric_label
+from pipelines.exports.report.staleness import Newest
+
+ROOT = "../"
+SHOWN_CHANGES = 40  # change points listed open on a kernel's page; the rest folded below them
 
 
-def kernel_page(
-    site: Site,
-    kernel: str,
-    title: str,
-    sections: Sequence[GpuSection],
-    scorecard: pl.DataFrame,
-    runs: pl.DataFrame,
-) -> str:
-    """One kernel: per GPU, pass and metric its sweep chart and the numbers behind it; then every run."""
-    root = "../"
+@dataclass(frozen=True)
+class KernelView:
+    """Everything one kernel's page shows."""
+
+    kernel: str
+    title: str
+    sections: Sequence[GpuSection]  # the sweep charts per GPU
+    histories: dict[str, list[HistoryChart]]  # per GPU, the charts over the benchmarked commits
+    change_points: list[dict[str, Any]]  # newest commit first, regressions first
+    has_change_points: bool
+    newest: list[Newest]
+    scorecard: pl.DataFrame
+    runs: pl.DataFrame  # the runs the page lists
+    total_runs: int
+
+
+def kernel_page(site: Site, view: KernelView) -> str:
+    """One kernel: freshness, history and change points, scorecard, sweep charts per GPU, runs."""
+    title, runs = view.title, view.runs
+    stale = [n for n in view.newest if n.stale]
     parts = [
-        f"<h1>{text(title)} <code>{text(kernel)}</code></h1>",
-        f"<p>{runs.height} runs on {len(sections)} GPUs. GPUs: "
-        + ", ".join(f'<a href="#{gpu_anchor(s.gpu)}">{text(s.gpu)}</a>' for s in sections)
-        + ' · <a href="#runs">all runs</a></p>',
-        "<p>Each chart draws, for every sweep (the runs that differ only in the x value), each provider's "
-        "latest median with its p20-p80 band, and below it the ratio to the group's baseline "
-        "(baseline value / value: above the dashed line is better).</p>",
+        f"<h1>{text(title)} <code>{text(view.kernel)}</code></h1>",
+        f"<p>{view.total_runs} runs on {len(view.sections)} GPUs. GPUs: "
+        + ", ".join(f'<a href="#{gpu_anchor(s.gpu)}">{text(s.gpu)}</a>' for s in view.sections)
+        + ' · <a href="#history">history</a> · <a href="#change-points">change points</a> · <a href="#runs">runs</a></p>',
+        f'<p class="{"note" if stale else "muted"}">Newest data: ' + "; ".join(freshness_sentence(n) for n in view.newest) + ".</p>",
+        '<h2 id="history">History over the benchmarked commits</h2>',
+        _histories(view),
+        '<h2 id="change-points">Change points</h2>',
+        _change_points(view),
         "<h2>Scorecard</h2>",
-        _scorecard_table(scorecard) if scorecard.height else "<p>No provider has a baseline to compare with.</p>",
+        _scorecard_table(view.scorecard) if view.scorecard.height else "<p>No provider has a baseline to compare with.</p>",
+        "<h2>Latest runs along each sweep</h2>",
+        "<p>Each chart draws, for every sweep (the runs that differ only in the x value), each implementation's "
+        "latest median with its p20-p80 band, and below it the ratio to the group's baseline, named above the chart "
+        "(baseline value / value: above the dashed line is better).</p>",
     ]
-    for section in sections:
+    newest_on = dict(runs.group_by("gpu_name").agg(pl.col("observed_at").max()).iter_rows()) if runs.height else {}
+    for section in view.sections:
         parts.append(f'<section id="{gpu_anchor(section.gpu)}">')
-        parts.append(f"<h2>{text(section.gpu)}</h2>")
+        parts.append(f"<h3>{text(section.gpu)}</h3>")
+        if section.gpu in newest_on:
+            parts.append(f'<p class="muted">Newest run of this kernel on this GPU: {text(newest_on[section.gpu])}.</p>')
         if not section.charts:
             parts.append("<p>No passed run on this GPU: see the failed runs below.</p>")
         parts.append('<div class="charts">')
@@ -45,39 +72,99 @@ def kernel_page(
             chart_id = html.anchor_id("chart", "\0".join([section.gpu, chart.pass_, chart.metric]))
             alt = f"{title}, {section.gpu}, {label}"
             parts.append(
-                f'<figure id="{chart_id}"><h3>{text(label)}</h3>'
-                + html.image(root + chart.picture.src, alt, chart.picture.size, lazy=True)
+                f'<figure id="{chart_id}"><h4>{text(label)}</h4>'
+                + html.image(ROOT + chart.picture.src, alt, chart.picture.size, lazy=True)
                 + f"<details><summary>The {len(chart.points)} numbers in this chart and where they come from</summary>"
                 + _points_table(chart.points)
                 + "</details></figure>"
             )
         parts.append("</div></section>")
-    parts.append('<h2 id="runs">All runs</h2>')
+    parts.append('<h2 id="runs">Runs</h2>')
     parts.append(
-        "<p>Every run of the kernel, newest first per GPU, pass, metric and provider; "
-        "first and last seen: the snapshots (upstream commit and file) whose file held the run.</p>"
+        f"<p>{runs.height} of the kernel's {view.total_runs} runs: every run of upstream's data files, and each run of its CI "
+        "history that a number on this page comes from (the others are the history charts' points). Newest first per GPU, "
+        "pass, metric and implementation; first and last seen: the snapshots (upstream commit and file) whose file held the run.</p>"
     )
     parts.append(_runs_table(runs))
-    return html.page(f"{title} · {TITLE}", "\n".join(parts), site.footer, root)
+    return html.page(f"{title} · {TITLE}", "\n".join(parts), site.footer, ROOT)
+
+
+def history_anchor(chart: HistoryChart) -> str:
+    return html.anchor_id("history", "\0".join([chart.gpu, chart.pass_, chart.metric]))
+
+
+def _histories(view: KernelView) -> str:
+    if not view.histories:
+        return (
+            f"<p>Upstream's CI did not benchmark this kernel at {MIN_COMMITS} commits or more on any GPU: "
+            "there is no series to draw (the sweep charts below show its latest runs).</p>"
+        )
+    parts = [
+        "<p>Each series over the commits upstream's CI benchmarked (oldest left), one line per implementation "
+        "(provider · backend, variants of one provider in shades of one color), one panel per workload. "
+        "Change points: a vertical line between the last commit before the shift and the first after it, "
+        "red for a regression, blue for an improvement, dashed when the cause is the host; its ratio "
+        "(before / after) at the top.</p>"
+    ]
+    for gpu, charts in view.histories.items():
+        parts.append(f"<h3>{text(gpu)}</h3>")
+        parts.append('<div class="charts">')
+        for chart in charts:
+            label = f"{chart.pass_} · {metric_label(chart.metric)}"
+            alt = f"{view.title}, {gpu}, {label}, over {chart.commits} benchmarked commits"
+            caption = (
+                f"{len(chart.workloads_shown)} of {chart.workloads} workloads, {chart.marked} change points marked"
+                if chart.workloads > len(chart.workloads_shown)
+                else f"{chart.workloads} workloads, {chart.marked} change points marked"
+            )
+            parts.append(
+                f'<figure id="{history_anchor(chart)}"><h4>{text(label)}</h4>'
+                + html.image(ROOT + chart.picture.src, alt, chart.picture.size, lazy=True)
+                + f'<figcaption class="muted">{text(caption)}</figcaption></figure>'
+            )
+        parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _change_points(view: KernelView) -> str:
+    if not view.has_change_points:
+        return f'<p class="note">{text(changes_page.ABSENT)}</p>'
+    if not view.change_points:
+        return "<p>No change point in any series of this kernel.</p>"
+    regressed = sum(r["verdict"] == "regressed" for r in view.change_points)
+    return (
+        f"<p>{len(view.change_points)} change points, {regressed} of them regressions: newest commit first, regressions "
+        f"first within a commit. {text(changes_page.EXPLAINED)}</p>"
+        + changes_page.change_table(view.change_points[:SHOWN_CHANGES], run_href, None)
+        + (
+            f"<details><summary>The {len(view.change_points) - SHOWN_CHANGES} older or smaller ones</summary>"
+            + changes_page.change_table(view.change_points[SHOWN_CHANGES:], run_href, None)
+            + "</details>"
+            if len(view.change_points) > SHOWN_CHANGES
+            else ""
+        )
+    )
+
+
+def run_href(_kernel: str, run_id: str) -> str:
+    """A run's row on this very page."""
+    return f"#{html.anchor_id('run', run_id)}"
 
 
 def _scorecard_table(scorecard: pl.DataFrame) -> str:
-    headers = ["GPU", "pass", "metric", "provider", "baseline", "groups", "geomean ratio", "min", "max", "wins", "losses", "draws"]
-    columns = [
-        "gpu_name",
-        "pass",
-        "metric",
-        "provider",
-        "baseline_provider",
-        "n_groups",
-        "geomean_ratio",
-        "min_ratio",
-        "max_ratio",
-        "wins",
-        "losses",
-        "draws",
-    ]
-    rows = ([text(row[c]) for c in columns] for row in scorecard.iter_rows(named=True))
+    headers = ["GPU", "pass", "metric", "implementation", "baseline", "groups", "geomean ratio", "min", "max", "wins", "losses", "draws"]
+    columns = ["n_groups", "geomean_ratio", "min_ratio", "max_ratio", "wins", "losses", "draws"]
+    rows = (
+        [
+            text(row["gpu_name"]),
+            text(row["pass"]),
+            text(row["metric"]),
+            text(scorecards.implementation(row)),
+            text(scorecards.baseline(row)),
+        ]
+        + [text(row[c]) for c in columns]
+        for row in scorecard.iter_rows(named=True)
+    )
     return html.table(headers, rows, numeric=headers[5:])
 
 
@@ -86,7 +173,7 @@ def _points_table(points: list[dict[str, Any]]) -> str:
     headers = [
         "sweep",
         "x",
-        "provider",
+        "implementation",
         "median",
         "p20",
         "p80",
@@ -103,13 +190,13 @@ def _points_table(points: list[dict[str, Any]]) -> str:
         [
             text(p["sweep_workload"]),
             text(p["x_value"]),
-            text(p["provider"]),
+            text(implementations.label(p["provider"], p["backend"])),
             text(p["value"]),
             text(p["p20"]),
             text(p["p80"]),
             text(p["unit"]),
             text(p["ratio"]),
-            text(p["baseline_provider"]),
+            text(implementations.label(p["baseline_provider"], p["baseline_backend"]) if p["baseline_provider"] else None),
             text(p["noise"]),
             text(p["liger_version"]),
             link(f"#{html.anchor_id('run', p['run_id'])}", p["run_id"]),
@@ -127,7 +214,7 @@ def _runs_table(runs: pl.DataFrame) -> str:
         "GPU",
         "pass",
         "metric",
-        "provider",
+        "implementation",
         "x",
         "status",
         "median",
@@ -136,6 +223,7 @@ def _runs_table(runs: pl.DataFrame) -> str:
         "unit",
         "liger version",
         "observed at",
+        "CI folder",
         "first seen in",
         "commit",
         "last seen in",
@@ -149,7 +237,7 @@ def _runs_table(runs: pl.DataFrame) -> str:
             text(r["gpu_name"]),
             text(r["pass"]),
             text(r["metric"]),
-            text(r["provider"]),
+            text(implementations.label(r["provider"], r["backend"])),
             text(r["x_value"]),
             text(r["status"]),
             text(r["value"]),
@@ -158,6 +246,7 @@ def _runs_table(runs: pl.DataFrame) -> str:
             text(r["unit"]),
             text(r["liger_version"]),
             text(r["observed_at"]),
+            text(changes_page.commit_label(r["benchmarked_commit"], r["release"]) if r["benchmarked_commit"] else None),
             text(r["first_seen_snapshot"]),
             html.commit(r["first_seen_commit"]) + (f" {text(r['first_seen_subject'])}" if r["first_seen_subject"] else ""),
             text(r["last_seen_snapshot"]),

@@ -1,4 +1,4 @@
-"""The report's pages as HTML text: the overview and the changes page (a kernel's page: `kernel_pages`),
+"""The report's pages as HTML text: the overview (a kernel's page: `kernel_pages`; the changes page: `changes_page`),
 and what every page shares: where pages live, their pictures, the metric labels.
 
 Pages link to each other by relative paths only, so the site opens from disk;
@@ -12,13 +12,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import polars as pl
-
 from pipelines.exports.report import html
 from pipelines.exports.report.html import link, text
+from pipelines.exports.report.staleness import STALE_DAYS, Newest
 
 TITLE = "Liger benchmark report"
 METRIC_LABELS = {"speed": "latency", "memory": "peak memory"}
+PASS_ORDER = ("full", "forward", "backward", "no-grad-forward")
+METRIC_ORDER = ("speed", "memory")
+
+
+def order(value: str, known: tuple[str, ...]) -> tuple[int, str]:
+    """Where a pass or metric sorts: the known ones in their order, then the others by name."""
+    return (known.index(value) if value in known else len(known), value)
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,24 @@ class Site:
         return f"{self.kernel_pages[kernel]}#{html.anchor_id('run', run_id)}"
 
 
+def freshness(newest: Newest) -> str:
+    """A kernel's newest run in one stream, flagged when stale."""
+    day = newest.newest.strftime("%Y-%m-%d")
+    if not newest.stale:
+        return f"{text(newest.stream_name)}: {text(day)}"
+    return f'{text(newest.stream_name)}: {text(day)} <strong class="stale" title="{text(newest.sentence())}">stale</strong>'
+
+
+def freshness_sentence(newest: Newest) -> str:
+    """A kernel's newest run in one stream, and when stale how far behind the stream it is."""
+    day = newest.newest.strftime("%Y-%m-%d")
+    sentence = f"{text(newest.stream_name)}: newest run {text(day)}"
+    if newest.stale:
+        end = newest.stream_newest.strftime("%Y-%m-%d")
+        sentence += f', <strong class="stale">stale</strong>: {newest.days_behind} days before that stream\'s newest run ({text(end)})'
+    return sentence
+
+
 def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric)
 
@@ -82,15 +106,21 @@ def overview(
     parts = [
         f"<h1>{text(TITLE)}</h1>",
         f"<p>{counts['runs']} runs of {len(kernels)} kernels on {len(gpus)} GPUs, from {counts['snapshots']} "
-        "snapshots of the upstream benchmark files. "
-        + link("changes.html", f"{counts['regressed']} regressions and {counts['improved']} improvements")
-        + " between versions.</p>",
+        "snapshots of the upstream benchmark files and upstream's CI history. "
+        + (
+            link("changes.html", f"{html.count(counts['regressed'], 'regression')} and {html.count(counts['improved'], 'improvement')}")
+            + " found as change points in the series over the benchmarked commits.</p>"
+            if counts["change_points"]
+            else "This warehouse has no change points computed yet (" + link("changes.html", "change points") + ").</p>"
+        ),
         "<p>Each cell: the geometric mean, over the comparable groups (one workload, pass and metric on one GPU), "
-        "of the provider's ratio to the group's baseline (baseline value / value: above 1 is faster or smaller), "
+        "of the implementation's ratio to the group's baseline (baseline value / value: above 1 is faster or smaller), "
         "then wins/losses: groups where the p20-p80 intervals do not overlap. Blue is better than the baseline, "
-        "red worse; grey: no comparison.</p>",
+        "red worse; grey: no comparison. The tables below name each baseline.</p>",
         html.image(summary.src, "Geometric-mean ratio to the baseline per GPU and provider", summary.size),
         "<h2>Kernels</h2>",
+        f"<p>Newest run of each kernel per stream; <strong>stale</strong>: more than {STALE_DAYS} days before "
+        "that stream's newest run (upstream stopped benchmarking it there).</p>",
         html.table(
             ["kernel", "name", "GPUs", "runs", "newest run"],
             (
@@ -99,11 +129,12 @@ def overview(
                     html.code(k["kernel"]),
                     text(k["gpus"]),
                     text(k["runs"]),
-                    text(k["newest"]),
+                    "<br>".join(freshness(n) for n in k["newest"]),
                 ]
                 for k in kernels
             ),
             numeric=["GPUs", "runs"],
+            row_attrs=(' class="stale"' if k["newest"] and all(n.stale for n in k["newest"]) else "" for k in kernels),
         ),
         "<h2>GPUs</h2>",
         "<ul>" + "".join(f"<li>{link('#' + gpu_anchor(g['gpu_name']), g['gpu_name'])}</li>" for g in gpus) + "</ul>",
@@ -133,7 +164,7 @@ def _overview_gpu(site: Site, gpu: dict[str, Any], heatmaps: list[Heatmap]) -> s
                 (
                     [
                         text(t["provider"]),
-                        text(t["baseline_provider"]),
+                        text(t["baseline"]),
                         text(t["rows"]),
                         text(t["n_groups"]),
                         text(t["wins"]),
@@ -148,60 +179,3 @@ def _overview_gpu(site: Site, gpu: dict[str, Any], heatmaps: list[Heatmap]) -> s
         )
     parts.append("</section>")
     return "\n".join(parts)
-
-
-def changes_page(site: Site, timeline: Picture, changes: pl.DataFrame, unchanged: int) -> str:
-    """Every regression and improvement between two runs of one provider in one group, newest first."""
-    verdicts = changes["verdict"].value_counts(sort=True).iter_rows() if changes.height else []
-    summary = ", ".join(f"{n} {verdict}" for verdict, n in verdicts) or "none"
-    parts = [
-        "<h1>Regressions and improvements</h1>",
-        f"<p>Each provider's run against its previous run in the same comparable group: {text(summary)}; "
-        f"{unchanged} more changes stayed inside the noise (p20-p80 intervals overlapping) and are left out. "
-        "Ratio: previous value / new value (above 1: the newer run is better). "
-        "The run links lead to each run's row, with its snapshots and commits, on its kernel's page.</p>",
-        html.image(timeline.src, "Regressions and improvements over time", timeline.size),
-    ]
-    records = list(changes.iter_rows(named=True))
-    rows = (
-        [
-            text(c["observed_at"]),
-            text(c["verdict"]),
-            link(site.kernel_pages[c["kernel"]], c["kernel"]),
-            text(c["gpu_name"]),
-            text(c["pass"]),
-            text(c["metric"]),
-            text(c["workload_slug"]),
-            text(c["provider"]),
-            f"{text(c['previous_liger_version'])} → {text(c['liger_version'])}",
-            text(c["previous_value"]),
-            text(c["value"]),
-            text(c["unit"]),
-            text(c["ratio"]),
-            link(site.run_href(c["kernel"], c["previous_run_id"]), "previous", c["previous_run_id"])
-            + " "
-            + html.commit(c["previous_commit"]),
-            link(site.run_href(c["kernel"], c["run_id"]), "new", c["run_id"]) + " " + html.commit(c["commit"]),
-        ]
-        for c in records
-    )
-    headers = [
-        "observed at",
-        "verdict",
-        "kernel",
-        "GPU",
-        "pass",
-        "metric",
-        "workload",
-        "provider",
-        "liger version",
-        "previous",
-        "new",
-        "unit",
-        "ratio",
-        "previous run",
-        "new run",
-    ]
-    verdicts = (f' class="{html.text(c["verdict"])}"' for c in records)
-    parts.append(html.table(headers, rows, numeric=["previous", "new", "ratio"], row_attrs=verdicts))
-    return html.page(f"Regressions and improvements · {TITLE}", "\n".join(parts), site.footer)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 # matplotlib's tab10, then tab20's light half: distinct colors for the first ten providers.
 PALETTE = (
     "#1f77b4",
@@ -33,8 +31,3 @@ MUTED = "#666666"
 BASELINE = "#555555"
 TICK_SIZE = 9
 LABEL_SIZE = 10
-
-
-def provider_colors(providers: Sequence[str]) -> dict[str, str]:
-    """A color per provider, in the order given: tab10 for the first ten, tab20's light half after."""
-    return {provider: PALETTE[i % len(PALETTE)] for i, provider in enumerate(providers)}

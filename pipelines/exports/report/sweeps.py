@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from pipelines.core import display
 from pipelines.exports.report import svg
-from pipelines.exports.report.style import BASELINE, GRID, INK, LABEL_SIZE, TICK_SIZE
+from pipelines.exports.report.implementations import Style
+from pipelines.exports.report.legend import Legend
+from pipelines.exports.report.style import BASELINE, GRID, INK, LABEL_SIZE, MUTED, TICK_SIZE
 from pipelines.exports.report.svg import Axis, Canvas, Drawing, num, text_width
 
 # One column per sweep (at most PANEL_COLUMNS side by side), a value panel above a ratio panel.
@@ -23,11 +25,13 @@ PLOT_LEFT, PLOT_RIGHT = 62, 14
 VALUE_HEIGHT, RATIO_HEIGHT, PANEL_GAP = 190, 86, 7
 TITLE_SIZE, TITLE_LINE = 9, 12
 X_LABEL_ANGLE = 30
+NOTE_HEIGHT = 20
 
 
 @dataclass(frozen=True)
 class Series:
-    """One provider along one sweep: its latest value at each x, with the p20-p80 band and the ratio."""
+    """One implementation (`provider · backend`) along one sweep: its latest value at each x, with the
+    p20-p80 band and the ratio to the group's baseline."""
 
     provider: str
     x: list[str]
@@ -46,9 +50,10 @@ class Sweep:
     series: list[Series]
 
 
-def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, colors: Mapping[str, str]) -> Drawing:
+def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, styles: Mapping[str, Style], note: str = "") -> Drawing:
     """Each sweep as a column: values with their p20-p80 band on top (upstream's picture), ratios below;
-    x ticks at the sweep's own x values, one legend for all."""
+    x ticks at the sweep's own x values, one legend for all (implementations under their family);
+    `note`, above the sweeps, names what the ratios are taken against."""
     columns = max(min(len(sweeps), PANEL_COLUMNS), 1)
     blocks = math.ceil(len(sweeps) / columns)
     providers = list(dict.fromkeys(series.provider for sweep in sweeps for series in sweep.series))
@@ -57,22 +62,25 @@ def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, colors: M
     tick_room = max((_x_tick_room([label for label, _ in _thin(list(positions.items()))]) for positions, _ in axes), default=14)
     block_height = 8 + TITLE_LINE * title_lines + 4 + VALUE_HEIGHT + PANEL_GAP + RATIO_HEIGHT + tick_room + 30
     width = COLUMN_WIDTH * columns
-    legend = _Legend(providers, width)
-    canvas = Canvas(width, block_height * blocks + legend.height)
+    legend = Legend(providers, width)
+    head = NOTE_HEIGHT if note else 0
+    canvas = Canvas(width, head + block_height * blocks + legend.height)
+    if note:
+        canvas.text(PLOT_LEFT, 14, note, size=TITLE_SIZE, color=MUTED)
     for index, (sweep, (positions, log_x)) in enumerate(zip(sweeps, axes, strict=True)):
         row, column = divmod(index, columns)
         _draw_sweep(
             canvas,
             column * COLUMN_WIDTH,
-            row * block_height,
+            head + row * block_height,
             (title_lines, tick_room),
             sweep,
             positions,
             log_x,
             f"{value_label} ({unit})",
-            colors,
+            styles,
         )
-    legend.draw(canvas, block_height * blocks, colors)
+    legend.draw(canvas, head + block_height * blocks, styles)
     return canvas.drawing()
 
 
@@ -93,7 +101,7 @@ def _draw_sweep(
     positions: dict[str, float],
     log_x: bool,
     value_label: str,
-    colors: Mapping[str, str],
+    styles: Mapping[str, Style],
 ) -> None:
     """One sweep in its block; `rooms`: the lines of title and the height of x tick labels, the same across blocks."""
     title_lines, tick_room = rooms
@@ -128,7 +136,8 @@ def _draw_sweep(
     canvas.line([(plot_left, r(1.0)), (plot_right, r(1.0))], BASELINE, 0.8, extra=' stroke-dasharray="4 2"')
 
     for series in sweep.series:
-        color = colors.get(series.provider, "black")
+        style = styles.get(series.provider, Style("black"))
+        color, dash = style.color, style.dash_attribute
         xs = [x(positions[v]) for v in series.x]
         shade = [
             (px, lo, hi)
@@ -139,10 +148,10 @@ def _draw_sweep(
             outline = [(px, y(hi)) for px, _, hi in shade] + [(px, y(lo)) for px, lo, _ in reversed(shade)]
             canvas.path("M" + "L".join(f"{num(a)} {num(b)}" for a, b in outline) + "Z", fill=color, extra=' fill-opacity="0.2"')
         points = [(px, y(v)) for px, v in zip(xs, series.value, strict=True) if v is not None and y.holds(v)]
-        canvas.line(points, color)
+        canvas.line(points, color, extra=dash)
         canvas.dots(points, color)
         ratio_points = [(px, r(v)) for px, v in zip(xs, series.ratio, strict=True) if v is not None]
-        canvas.line(ratio_points, color)
+        canvas.line(ratio_points, color, extra=dash)
         canvas.dots(ratio_points, color)
 
     canvas.rect(plot_left, value_top, plot_right - plot_left, VALUE_HEIGHT, stroke=INK)
@@ -157,30 +166,6 @@ def _draw_sweep(
     canvas.text((plot_left + plot_right) / 2, below, sweep.x_label, size=LABEL_SIZE, anchor="middle")
     for label, (a, b) in ((value_label, (value_top, value_bottom)), ("ratio to baseline", (ratio_top, ratio_bottom))):
         canvas.text(left + 20, (a + b) / 2, label, size=LABEL_SIZE - 1, anchor="middle", middle=True, angle=-90)
-
-
-class _Legend:
-    """Every provider with its line and dot, in as many rows as their names need at this width."""
-
-    ROW = 16
-
-    def __init__(self, providers: list[str], width: float):
-        self.providers = providers
-        self.column = 34 + max((text_width(p, LABEL_SIZE) for p in providers), default=10)
-        self.columns = max(1, min(len(providers), int((width - 20) // self.column)))
-        self.rows = math.ceil(len(providers) / self.columns)
-        self.width = width
-        self.height = 10 + self.ROW * self.rows
-
-    def draw(self, canvas: Canvas, top: float, colors: Mapping[str, str]) -> None:
-        start = (self.width - self.columns * self.column) / 2
-        for i, provider in enumerate(self.providers):
-            row, column = divmod(i, self.columns)
-            x, y = start + column * self.column, top + 4 + self.ROW * row + self.ROW / 2
-            color = colors.get(provider, "black")
-            canvas.line([(x, y), (x + 20, y)], color)
-            canvas.dots([(x + 10, y)], color)
-            canvas.text(x + 26, y, provider, size=LABEL_SIZE, middle=True)
 
 
 def _is_wide(values: Sequence[float]) -> bool:

@@ -1,4 +1,4 @@
-"""The changes page's picture: each regression and improvement at the time of its newer run, by how much."""
+"""The changes page's picture: each change point at the time of the first run after it, by how much."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ VERDICT_COLORS = (("improved", IMPROVED), ("regressed", REGRESSED))
 
 
 def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verdicts: Sequence[str]) -> Drawing:
-    """Each regression and improvement at the time of its newer run, by how much (ratio, log scale)."""
-    width, height = 810, 288
-    left, right, top, bottom = 62, width - 16, 10, height - 32
+    """Each change point at the time of the first run after it, by how much (ratio before / after, log scale);
+    the legend below the plot, where it hides no point."""
+    width, height = 810, 306
+    left, right, top, bottom = 62, width - 16, 10, height - 50
     canvas = Canvas(width, height)
     groups = {
         verdict: [
@@ -45,13 +46,13 @@ def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verd
     for verdict, color in VERDICT_COLORS:
         canvas.dots([(x(t), y(r)) for t, r in groups[verdict]], color, size=5, opacity=0.8)
     canvas.rect(left, top, right - left, bottom - top, stroke=INK)
-    canvas.text(16, (top + bottom) / 2, "previous / new (above 1: better)", size=TICK_SIZE, anchor="middle", middle=True, angle=-90)
+    canvas.text(16, (top + bottom) / 2, "before / after (above 1: better)", size=TICK_SIZE, anchor="middle", middle=True, angle=-90)
     shown = [(verdict, color) for verdict, color in VERDICT_COLORS if groups[verdict]]
     for i, (verdict, color) in enumerate(shown):
-        canvas.dots([(left + 14, top + 14 + 16 * i)], color, size=5, opacity=0.8)
-        canvas.text(left + 24, top + 14 + 16 * i, f"{verdict} ({len(groups[verdict])})", size=LABEL_SIZE, middle=True)
+        canvas.dots([(left + 14 + 150 * i, height - 12)], color, size=5, opacity=0.8)
+        canvas.text(left + 24 + 150 * i, height - 12, f"{verdict} ({len(groups[verdict])})", size=LABEL_SIZE, middle=True)
     if not shown:
-        canvas.text((left + right) / 2, (top + bottom) / 2, "no regression or improvement", anchor="middle", middle=True, color=MUTED)
+        canvas.text((left + right) / 2, (top + bottom) / 2, "no change point", anchor="middle", middle=True, color=MUTED)
     return canvas.drawing()
 
 

@@ -1,0 +1,204 @@
+"""The change points as the report lists them: by commit, newest first, regressions first within a
+commit, each with its size (ratio), its cause and the baseline that cause is judged by; the changes
+page, and the same table on a kernel's page.
+
+A change point (SPEC section 8, table `change_points`) is a persistent shift in one series (the
+passed runs of one group and implementation); its ratio is the series' median before over its
+median after (above 1: faster or leaner after). Its cause is `host` when the group's baseline
+provider moved by the same factor at the same commit, else `code`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from pipelines.exports.report import html, implementations
+from pipelines.exports.report.html import link, text
+from pipelines.exports.report.pages import TITLE, Picture, Site
+
+CHANGES = "changes.html"
+ABSENT = (
+    "This warehouse.duckdb has no change_points table (it was built before change points were computed): "
+    "there are no change points to show. Materialize the statistics again to add them."
+)
+EXPLAINED = (
+    "A change point is a persistent shift in one series: the passed runs of one implementation (provider · backend) "
+    "in one comparable group (kernel, workload, pass, metric, GPU), over the commits that were benchmarked; "
+    "a spike that comes back is not one. Ratio: the series' median before the shift / its median after "
+    "(above 1: faster or leaner after), so each ratio is taken against the same implementation before the commit. "
+    "Cause: host when the group's baseline (named in its column) moved by the same factor at the same commit, "
+    "which is a change of machine rather than of the kernel; code otherwise."
+)
+
+
+@dataclass(frozen=True)
+class CommitChanges:
+    """The change points that appeared at one commit (the first run after the shift), regressions first."""
+
+    commit: str | None
+    release: str | None
+    first_observed: dt.datetime | None
+    rows: list[dict[str, Any]]
+
+    @property
+    def label(self) -> str:
+        return commit_label(self.commit, self.release)
+
+    @property
+    def anchor(self) -> str:
+        return html.anchor_id("commit", f"{self.commit}\0{self.release}")
+
+    def count(self, verdict: str, cause: str | None = None) -> int:
+        return sum(r["verdict"] == verdict and (cause is None or r["cause"] == cause) for r in self.rows)
+
+
+def commit_label(commit: str | None, release: str | None) -> str:
+    """A benchmarked commit as its CI folder is named (`7644a0f-v0.7.0`); a data commit cut to 12 characters."""
+    if not commit:
+        return "—"
+    return f"{commit[:12]}-v{release}" if release else commit[:12]
+
+
+def _severity(row: dict[str, Any]) -> tuple[int, float]:
+    """Regressions before improvements, each the largest first."""
+    ratio = row["ratio"] if row["ratio"] and row["ratio"] > 0 and math.isfinite(row["ratio"]) else 1.0
+    return (0, ratio) if row["verdict"] == "regressed" else (1, -ratio)
+
+
+def by_commit(change_points: pl.DataFrame) -> list[CommitChanges]:
+    """The change points grouped by the commit after the shift, newest commit first (its first run's time)."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in change_points.iter_rows(named=True):
+        release = row["after_release"] if row["after_benchmarked_commit"] == row["after_commit"] else None
+        groups.setdefault((row["after_commit"], release), []).append(row)
+    commits = []
+    for (commit, release), rows in groups.items():
+        times = [r["observed_at"] for r in rows if r["observed_at"] is not None]
+        ordered = sorted(rows, key=lambda r: (*_severity(r), r["kernel"], r["gpu_name"], r["pass"], r["metric"], r["workload_slug"]))
+        commits.append(CommitChanges(commit, release, min(times) if times else None, ordered))
+    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
+    return sorted(commits, key=lambda c: (c.first_observed or epoch, c.label), reverse=True)
+
+
+def size(ratio: float | None, metric: str) -> str:
+    """A ratio (before / after) as what a reader asks, in HTML kept on one line: how much slower or faster, more or less memory."""
+    if not ratio or ratio <= 0 or not math.isfinite(ratio):
+        return text(ratio)
+    worse, better = ("slower", "faster") if metric == "speed" else ("more", "less")
+    change = 1 / ratio - 1  # after / before - 1
+    word = worse if change > 0 else better
+    return f'<span class="nowrap">{ratio:.3g}x ({abs(change):.0%} {word})</span>'
+
+
+def baseline(row: dict[str, Any]) -> str:
+    provider = row["baseline_provider"]
+    if not provider:
+        return "none in the group"
+    return implementations.label(provider, row["baseline_backend"])
+
+
+def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], str], kernel_href: Callable[[str], str] | None) -> str:
+    """The change points as a table; `run_href(kernel, run_id)` links each run, `kernel_href` each kernel."""
+    headers = [
+        "verdict",
+        "ratio (before / after)",
+        "kernel",
+        "GPU",
+        "pass",
+        "metric",
+        "workload",
+        "implementation",
+        "before",
+        "after",
+        "unit",
+        "cause",
+        "baseline",
+        "confidence",
+        "commits",
+        "runs",
+    ]
+    records = list(rows)
+    body = (
+        [
+            text(r["verdict"]),
+            size(r["ratio"], r["metric"]),
+            link(kernel_href(r["kernel"]), r["kernel"]) if kernel_href else "",
+            text(r["gpu_name"]),
+            text(r["pass"]),
+            text(r["metric"]),
+            text(r["workload_slug"]),
+            text(implementations.label(r["provider"], r["backend"])),
+            text(r["before_value"]),
+            text(r["after_value"]),
+            text(r["unit"]),
+            text(r["cause"]),
+            text(baseline(r)),
+            text(r["confidence"]),
+            f'<span class="nowrap">{text(commit_label(r["before_commit"], _release(r, "before")))} →</span> '
+            + f'<span class="nowrap">{text(commit_label(r["after_commit"], _release(r, "after")))}</span>',
+            link(run_href(r["kernel"], r["before_run_id"]), "before", r["before_run_id"])
+            + " "
+            + link(run_href(r["kernel"], r["after_run_id"]), "after", r["after_run_id"]),
+        ]
+        for r in records
+    )
+    if kernel_href is None:  # on the kernel's own page
+        headers.remove("kernel")
+        body = ([cell for i, cell in enumerate(row) if i != 2] for row in body)
+    attrs = (f' class="{html.text(r["verdict"])}"' for r in records)
+    return html.table(headers, body, numeric=["before", "after", "confidence"], row_attrs=attrs)
+
+
+def _release(row: dict[str, Any], side: str) -> str | None:
+    return row[f"{side}_release"] if row[f"{side}_benchmarked_commit"] == row[f"{side}_commit"] else None
+
+
+def changes_page(site: Site, timeline: Picture, commits: list[CommitChanges], has_change_points: bool) -> str:
+    """Every change point, grouped by the commit it appeared at, newest commit first, regressions first."""
+    total = sum(len(c.rows) for c in commits)
+    regressed = sum(c.count("regressed") for c in commits)
+    parts = [
+        "<h1>Change points</h1>",
+        f"<p>{text(EXPLAINED)}</p>",
+    ]
+    if not has_change_points:
+        parts.append(f'<p class="note">{text(ABSENT)}</p>')
+    parts.append(
+        f"<p>{total} change points at {len(commits)} commits: {regressed} regressions, {total - regressed} improvements. "
+        "Commits newest first; within a commit, regressions first, the largest first. The run links lead to each "
+        "run's row, with its snapshots and commits, on its kernel's page.</p>"
+    )
+    parts.append(html.image(timeline.src, "Change points over time, by ratio", timeline.size))
+    if commits:
+        parts.append(
+            html.table(
+                ["commit", "first run after", "regressions (code)", "regressions (host)", "improvements", "largest regression"],
+                (
+                    [
+                        link(f"#{c.anchor}", c.label, c.commit),
+                        text(c.first_observed),
+                        text(c.count("regressed", "code")),
+                        text(c.count("regressed", "host")),
+                        text(c.count("improved")),
+                        size(c.rows[0]["ratio"], c.rows[0]["metric"]) if c.count("regressed") else text(None),
+                    ]
+                    for c in commits
+                ),
+                numeric=["regressions (code)", "regressions (host)", "improvements"],
+            )
+        )
+    for c in commits:
+        parts.append(f'<section id="{c.anchor}">')
+        parts.append(
+            f"<h2>{text(c.label)} · {text(c.first_observed)}: {html.count(c.count('regressed'), 'regression')}, "
+            f"{html.count(c.count('improved'), 'improvement')}</h2>"
+        )
+        parts.append(change_table(c.rows, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points"))
+        parts.append("</section>")
+    return html.page(f"Change points · {TITLE}", "\n".join(parts), site.footer)
