@@ -46,12 +46,15 @@ from pipelines.bench_report import (
     QUERIES,
     QUERIES_COPIES,
     READ_ALONE,
+    SERIES,
+    SERIES_FLOOR,
     STATS_FLOOR,
     STATS_OUTPUT,
     STATS_SQL,
     STATS_SQL_COPIES,
     STORE_ALONE,
     Phase,
+    change_points_line,
     dagster_runs_line,
     ratios,
     stats_parts_line,
@@ -169,6 +172,8 @@ def _statistics_phases(warehouse: str, rows: int) -> list[Phase]:
     copies = measure(BUILD_COPIES, _phase_command("statistics", warehouse, "copies"), rows=rows)
     queries = measure(QUERIES, _phase_command("queries", warehouse))
     queries_copies = measure(QUERIES_COPIES, _phase_command("queries", warehouse, "copies"))
+    series_floor = measure(SERIES_FLOOR, _phase_command("series-floor", warehouse), rows=rows)
+    series = sum(stats.detail["sql_parts_s"][name] for name in ("series_noise", "change_points"))
     return [
         stats,
         Phase(STATS_FLOOR, None, floor.detail["sql_s"], floor.cpu_s, floor.peak_rss_mb, rows),
@@ -179,6 +184,8 @@ def _statistics_phases(warehouse: str, rows: int) -> list[Phase]:
         Phase(STATS_SQL_COPIES, STATS_FLOOR, copies.detail["sql_s"], 0.0, copies.peak_rss_mb, rows),
         queries,
         queries_copies,
+        Phase(SERIES_FLOOR, None, series_floor.detail["floor_s"], series_floor.cpu_s, series_floor.peak_rss_mb, rows, series_floor.detail),
+        Phase(SERIES, SERIES_FLOOR, series, 0.0, stats.peak_rss_mb, rows),
     ]
 
 
@@ -256,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(phases))
     summary = ratios(phases, args.rows)
     print("\n".join(target_lines(summary)))
-    for line in (stats_parts_line(summary), dagster_runs_line(summary)):
+    for line in (stats_parts_line(summary), change_points_line(summary), dagster_runs_line(summary)):
         if line:
             print(line)
     print("ratios: " + ", ".join(f"{k} {v}" for k, v in summary.items() if not isinstance(v, dict)))

@@ -16,6 +16,8 @@ STATS_SQL = "statistics SQL alone"
 STATS_SQL_COPIES = "statistics SQL alone, every table copied"
 QUERIES = "README queries on warehouse.duckdb"
 QUERIES_COPIES = "README queries, every table copied"
+SERIES = "series noise and change points (build step)"
+SERIES_FLOOR = "floor: reading the series, storing their 2 tables"
 DAGSTER_FLOOR = "floor: trivial 3-asset Dagster run"
 MATERIALIZE = "materialize real history"
 NOOP = "no-change re-run"
@@ -92,6 +94,12 @@ def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
         "peak_rss_mb": {p.name: _round(p.peak_rss_mb) for p in phases},
         "max_peak_rss_mb": _round(max((by_name[n].peak_rss_mb for n in PIPELINE_PHASES if n in by_name), default=None)),
     }
+    # The change-point step of the build (series_noise and change_points, timed in the same build) against
+    # reading the series it reads and storing the two tables it writes, in the same run.
+    # Four decimals: at a test's size the step takes milliseconds.
+    summary["change_points_s"] = round(wall(SERIES), 4) if SERIES in by_name else None
+    summary["change_points_floor_s"] = round(wall(SERIES_FLOOR), 4) if SERIES_FLOOR in by_name else None
+    summary["change_points_ratio"] = ratio(SERIES)
     summary["dagster_runs"] = {
         p.name: {"events": p.detail["events"], "run_s": _round(p.detail["run_s"]), "materializations": p.detail["materializations"]}
         for p in phases
@@ -163,6 +171,16 @@ def dagster_runs_line(summary: dict[str, object]) -> str | None:
         for name, run in runs.items()
     )
     return f"Dagster runs, first event to last: {each}"
+
+
+def change_points_line(summary: dict[str, object]) -> str | None:
+    """The change-point step against its floor, or None when the statistics were not measured."""
+    if summary.get("change_points_s") is None:
+        return None
+    return (
+        f"change_points_s {summary['change_points_s']:.2f} against its floor {summary['change_points_floor_s']:.2f} "
+        f"(reading the series and storing series_noise and change_points alone): {summary['change_points_ratio']}x"
+    )
 
 
 def stats_parts_line(summary: dict[str, object]) -> str | None:

@@ -45,6 +45,10 @@ RATIOS = (
     "max_peak_rss_mb",
     "queries_ratio",
     "cost_ratio",
+    # The change-point step of the build against reading the series and storing its two tables alone.
+    "change_points_s",
+    "change_points_floor_s",
+    "change_points_ratio",
 )
 
 
@@ -110,6 +114,7 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     assert set(parts) == {*database_build.STATISTICS, *database_build.INTERMEDIATES}
     assert all(seconds >= 0 for seconds in parts.values())
     assert "\nstatistics SQL by statistic (s, of " in done.stdout
+    assert "\nchange_points_s " in done.stdout and "| series noise and change points (build step)" in done.stdout
     # What each Dagster run wrote to its instance: the first run materializes the history's one partition and
     # every asset, more events than the trivial run's three assets; a line says it.
     runs = summary["dagster_runs"]

@@ -166,10 +166,11 @@ def test_version_changes_verdicts(warehouse_dir: Path) -> None:
         "SELECT * FROM version_changes WHERE group_id = (SELECT group_id FROM runs WHERE run_id = 'a-hf-1')",
     )
     changes = {row["run_id"]: row for row in found}
-    # SPEC's columns, nothing more: the rest of a run is a join on run_id away.
+    # SPEC's columns and backend, nothing more: the rest of a run is a join on run_id away.
     assert list(found[0]) == [
         "group_id",
         "provider",
+        "backend",
         "run_id",
         "previous_run_id",
         "liger_version",

@@ -10,6 +10,7 @@ build (they hold the old file, the build writes a new one).
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -22,7 +23,8 @@ from typing import NamedTuple
 import duckdb
 
 from pipelines.core import sql_files
-from pipelines.duck.db import PARQUET_VIEWS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
+from pipelines.duck.db import PARQUET_VIEWS, SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
+from pipelines.series import tables as series_tables
 from pipelines.storage import freshness, store
 
 # Loaded side by side, one connection each: runs alone takes as long as all the others.
@@ -83,6 +85,9 @@ def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
         files = [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]
         parts.extend(freshness.file_states([f for f in files if f.is_file()]))
     parts.extend([name, sql_files.text(name)] for name in sql_files.names())
+    # series_noise and change_points are computed in Python: their code and ruptures' version are inputs too.
+    parts.extend([path.name, path.read_text(encoding="utf-8")] for path in sorted(Path(series_tables.__file__).parent.glob("*.py")))
+    parts.append(importlib.metadata.version("ruptures"))
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -226,7 +231,11 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str])
         started = time.perf_counter()
         con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         seconds[name] = time.perf_counter() - started
+    # Series noise and change points (SPEC section 8), computed in Python before the SQL that reads them.
+    seconds.update(series_tables.build(con, baselines, create_table))
     for name in STATISTICS:
+        if name in SERIES_STATISTICS:
+            continue
         started = time.perf_counter()
         if name in VIEWS:
             con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')

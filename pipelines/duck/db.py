@@ -25,16 +25,29 @@ TABLES: tuple[str, ...] = tuple(schemas.TABLES)
 PARQUET_VIEWS: tuple[str, ...] = ("measurements", "run_snapshots", "quarantine")
 # Statistics stored as views: a view of runs costs no more to read than a copy of it would.
 VIEWS: tuple[str, ...] = ("run_noise",)
+# Statistics computed in Python (pipelines/series: SPEC section 8) from the series that sql/series/ reads,
+# before the SQL statistics, which may read them (version_changes judges drifts by series_noise).
+SERIES_STATISTICS: tuple[str, ...] = ("series_noise", "change_points")
 # Each statistic with the statistics its SQL reads, in dependency order (it also reads the tables).
 STATISTIC_INPUTS: dict[str, tuple[str, ...]] = {
+    "series_noise": (),
+    "change_points": (),
     "run_noise": (),
     "provider_comparisons": (),
     "comparable_groups": ("provider_comparisons",),
     "kernel_scorecard": ("provider_comparisons",),
     "sweep_comparisons": ("provider_comparisons",),
-    "version_changes": (),
+    "version_changes": ("series_noise",),
 }
 STATISTICS: tuple[str, ...] = tuple(STATISTIC_INPUTS)
+
+
+def statistic_sql(name: str) -> str:
+    """The SQL file (as sql_files names it) that says what a statistic is: its own, or for a series
+    statistic the file that writes it back."""
+    return f"series/{name}" if name == "change_points" else "series/series" if name in SERIES_STATISTICS else f"statistics/{name}"
+
+
 # Each check file returns the offending rows, with the table they concern in `table_name`.
 CHECKS: dict[str, tuple[str, ...]] = {
     "group_runs_consistent": ("comparable_groups",),
@@ -46,6 +59,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
         "version_changes",
     ),
     "scorecard_counts_add_up": ("kernel_scorecard",),
+    "change_points_consistent": ("change_points", "series_noise"),
 }
 
 

@@ -7,7 +7,7 @@ WITH farthest AS (
 )
 
 SELECT
-    run.kernel, run.pass, run.metric, run.gpu_name, run.workload_slug, farthest.provider,
+    run.kernel, run.pass, run.metric, run.gpu_name, run.workload_slug, farthest.provider, farthest.backend,
     farthest.previous_liger_version,
     farthest.liger_version,
     human_value(farthest.previous_value, run.unit) AS previous_value,

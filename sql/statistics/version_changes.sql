@@ -1,16 +1,26 @@
--- Per (group, provider), each passed run against the provider's passed run
--- before it in (observed_at, run_id) order; a provider's first run has no row.
--- ratio = previous_value / value (above 1: the newer run is better).
--- verdict: improved / regressed when separated and ratio > 1 / < 1; changed
--- when separated but the metric's direction is unknown; else unchanged.
--- Only SPEC's columns are stored: the rest of a run (kernel, GPU, workload,
--- unit, observed_at) is one join on run_id away, and storing it again for
--- every run would cost as much as the statistic itself.
+-- Per (group, provider, backend), each passed run against the run of the same
+-- implementation before it in (observed_at, run_id) order; an implementation's
+-- first run has no row. ratio = previous_value / value (above 1: the newer run
+-- is better).
+-- verdict: a drift inside the series' noise is `unchanged` whatever the p20-p80
+-- bands say (SPEC section 8: between-run noise, not the band of one run's few
+-- iterations). Inside the noise: |ln ratio| <= 2 x sqrt(2) x series_noise.noise
+-- (noise is one run's sigma of ln value, a difference of two runs has sqrt(2)
+-- times it, and two sigmas hold 95% of the differences unchanged code shows).
+-- Outside it: improved / regressed when also separated (the two runs' [p20, p80]
+-- do not overlap) and ratio > 1 / < 1; changed when separated but the metric's
+-- direction is unknown; else unchanged. A series whose noise is unknown (null:
+-- nothing in the warehouse has a history to learn it from) is judged by
+-- separation alone, as SPEC section 6 says.
+-- Only SPEC's columns and backend are stored: the rest of a run (kernel, GPU,
+-- workload, unit, observed_at) is one join on run_id away, and storing it again
+-- for every run would cost as much as the statistic itself.
 -- Rows are stored in no particular order.
 WITH passed AS (
     SELECT
         group_id,
         provider,
+        backend,
         run_id,
         liger_version,
         value,
@@ -18,33 +28,41 @@ WITH passed AS (
         p80,
         unit,
         lag({'run_id': run_id, 'liger_version': liger_version, 'value': value, 'p20': p20, 'p80': p80})
-            OVER (PARTITION BY group_id, provider ORDER BY history_key(observed_at, rowid)) AS previous
+            OVER (PARTITION BY group_id, provider, backend ORDER BY history_key(observed_at, rowid)) AS previous
     FROM runs
     WHERE status = 'passed'
 ),
 
 changes AS (
     SELECT
-        group_id,
-        provider,
-        run_id,
-        previous.run_id AS previous_run_id,
-        liger_version,
-        previous.liger_version AS previous_liger_version,
-        value,
-        previous.value AS previous_value,
-        improvement_ratio(previous.value, value, unit) AS ratio,
-        intervals_separated(p20, p80, previous.p20, previous.p80) AS separated
+        passed.group_id,
+        passed.provider,
+        passed.backend,
+        passed.run_id,
+        passed.previous.run_id AS previous_run_id,
+        passed.liger_version,
+        passed.previous.liger_version AS previous_liger_version,
+        passed.value,
+        passed.previous.value AS previous_value,
+        improvement_ratio(passed.previous.value, passed.value, passed.unit) AS ratio,
+        intervals_separated(passed.p20, passed.p80, passed.previous.p20, passed.previous.p80) AS separated,
+        coalesce(
+            passed.value > 0 AND passed.previous.value > 0
+            AND abs(ln(passed.value / passed.previous.value)) <= 2 * sqrt(2) * series_noise.noise,
+            false
+        ) AS within_noise
     FROM passed
-    WHERE previous IS NOT NULL
+    LEFT JOIN series_noise USING (group_id, provider, backend)
+    WHERE passed.previous IS NOT NULL
 )
 
 SELECT
-    * EXCLUDE (separated),
+    * EXCLUDE (separated, within_noise),
     CASE
-        WHEN separated AND ratio > 1 THEN 'improved'
-        WHEN separated AND ratio < 1 THEN 'regressed'
-        WHEN separated AND ratio IS NULL THEN 'changed'
+        WHEN within_noise OR NOT separated THEN 'unchanged'
+        WHEN ratio > 1 THEN 'improved'
+        WHEN ratio < 1 THEN 'regressed'
+        WHEN ratio IS NULL THEN 'changed'
         ELSE 'unchanged'
     END AS verdict
 FROM changes

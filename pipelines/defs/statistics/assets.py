@@ -17,10 +17,10 @@ def _spec(name: str) -> dg.AssetSpec:
     return dg.AssetSpec(
         name,
         deps=[*db.TABLES, *db.STATISTIC_INPUTS[name]],
-        description=sql_files.description(f"statistics/{name}"),
+        description=sql_files.description(db.statistic_sql(name)),
         group_name=GROUP,
         kinds={"duckdb", "sql"},
-        metadata={"sql": f"sql/statistics/{name}.sql"},
+        metadata={"sql": f"sql/{db.statistic_sql(name)}.sql"},
     )
 
 

@@ -1,0 +1,45 @@
+-- change_points (SPEC section 8): one row per persistent shift in a series, as
+-- pipelines/series/change_points.py found it (change_point_rows: the series,
+-- the rowids of the last run before and the first run after the shift, the
+-- medians of the two segments, confidence and cause), joined back to runs for
+-- what a reader wants beside it. ratio = before_value / after_value (above 1:
+-- the newer runs are faster or leaner), so verdict is improved above 1 and
+-- regressed below; only latency and memory series are searched (the only
+-- metrics with a direction). before_commit / after_commit: the benchmarked
+-- commits where known, else the data commits that first carried the runs
+-- (series_points.sql's commit). Stored in series order, then time.
+WITH found AS (
+    SELECT
+        found.*,
+        found.before_value / found.after_value AS ratio
+    FROM change_point_rows AS found
+)
+
+SELECT
+    found.group_id,
+    found.provider,
+    found.backend,
+    after_run.kernel,
+    after_run.pass,
+    after_run.metric,
+    after_run.gpu_name,
+    after_run.workload_slug,
+    before_run.run_id AS before_run_id,
+    after_run.run_id AS after_run_id,
+    found.before_commit,
+    found.after_commit,
+    found.before_value,
+    found.after_value,
+    after_run.unit,
+    found.ratio,
+    CASE WHEN found.ratio > 1 THEN 'improved' ELSE 'regressed' END AS verdict,
+    found.cause,
+    found.confidence,
+    after_run.observed_at,
+    found.n_before,
+    found.n_after,
+    found.noise
+FROM found
+JOIN runs AS before_run ON before_run.rowid = found.before_row
+JOIN runs AS after_run ON after_run.rowid = found.after_row
+ORDER BY found.group_id, found.provider, found.backend, after_run.observed_at

@@ -1,0 +1,83 @@
+"""Change points on upstream's real CI history (both streams of the upstream bundle, built into warehouse.duckdb):
+the clear steps found by looking at it (pipelines/bench_change_points.py's KNOWN_STEPS) are reported at their
+commit and in their direction, and series that only spike have none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.duck import database_build, db
+
+pytestmark = pytest.mark.slow
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture(scope="module")
+def upstream_database(upstream_warehouse: Path) -> Path:
+    database_build.build_database(upstream_warehouse, ["huggingface", "torch"])
+    return upstream_warehouse
+
+
+def steps(warehouse: Path, kernel: str, pass_: str, provider: str, slug_like: str = "%") -> list[dict]:
+    return db.query(
+        warehouse,
+        "SELECT * FROM change_points WHERE gpu_name = ? AND metric = 'speed' AND kernel = ? AND pass = ? AND provider = ?"
+        " AND workload_slug LIKE ? ORDER BY workload_slug, observed_at",
+        [H100, kernel, pass_, provider, slug_like],
+    ).records()
+
+
+def at(found: list[dict], after_commit: str) -> dict[str, dict]:
+    """The steps whose first run after is at `after_commit`, by workload."""
+    return {row["workload_slug"]: row for row in found if row["after_commit"] == after_commit}
+
+
+def test_dpo_loss_liger_forward_got_eleven_percent_slower_at_1c07943(upstream_database: Path):
+    found = at(steps(upstream_database, "dpo_loss", "forward", "liger"), "1c07943")
+    assert len(found) == 5, "every batch size of the sweep"
+    for row in found.values():
+        assert (row["verdict"], row["cause"], row["before_commit"]) == ("regressed", "code", "009401c")
+        assert row["ratio"] == pytest.approx(0.887, abs=0.01)
+
+
+def test_tvd_liger_got_faster_after_5057ca8_with_two_ci_points_after(upstream_database: Path):
+    found = [row for row in steps(upstream_database, "tvd", "full", "liger") if row["ratio"] > 1.1]
+    assert len(found) == 6, "every vocabulary size of the sweep"
+    for row in found:
+        # The data stream's run of 2026-03-03 shows it first, then the CI's e6f84b8 and ab7fe2a.
+        assert (row["verdict"], row["cause"], row["before_commit"], row["n_after"]) == ("improved", "code", "5057ca8", 3)
+        assert row["ratio"] == pytest.approx(1.17, abs=0.02)
+
+
+def test_embedding_huggingface_forward_got_faster_at_1c07943(upstream_database: Path):
+    found = at(steps(upstream_database, "embedding", "forward", "huggingface", "d768-batch32-seq512-%"), "1c07943")
+    assert len(found) == 8
+    assert all(row["verdict"] == "improved" and 2.3 < row["ratio"] < 3.5 for row in found.values())
+
+
+def test_a_regression_that_lasted_three_runs_is_a_step_there_and_back(upstream_database: Path):
+    found = steps(upstream_database, "layer_norm", "forward", "liger", "m4096-n1024-%")
+    assert [(row["after_commit"], row["verdict"]) for row in found] == [("7644a0f", "regressed"), ("5057ca8", "improved")]
+
+
+SPIKY = [
+    ("rope", "forward", "liger", "hidden8192-kv_heads8-q_heads32-seq1024-bf16"),
+    ("rope", "forward", "liger", "hidden2048-kv_heads8-q_heads32-seq2048-bf16"),
+    ("rope", "backward", "liger", "hidden8192-kv_heads8-q_heads32-seq8192-bf16"),
+    ("sparsemax", "backward", "liger", "batch4-dim1-seq512-vocab16384-fp32"),
+]
+
+
+@pytest.mark.parametrize(("kernel", "pass_", "provider", "slug"), SPIKY)
+def test_a_series_that_only_spikes_has_no_change_point(upstream_database: Path, kernel: str, pass_: str, provider: str, slug: str):
+    (spikes,) = db.query(
+        upstream_database,
+        "SELECT max(value) / median(value) FROM runs WHERE gpu_name = ? AND metric = 'speed' AND kernel = ? AND pass = ?"
+        " AND provider = ? AND workload_slug = ? AND status = 'passed'",
+        [H100, kernel, pass_, provider, slug],
+    ).rows[0]
+    assert spikes > 1.3, "the series does spike"
+    assert steps(upstream_database, kernel, pass_, provider, slug) == []
