@@ -7,6 +7,7 @@ worker opens the source once and keeps its own lookup cache.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -43,11 +44,23 @@ def stage_all(
         min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_open, initargs=(settings, os.getpid())
     )
     try:
-        futures = [pool.submit(_stage, warehouse, ref, seq) for ref, seq in jobs]
+        # The workers start in these submits and inherit the signal mask of the thread that starts them: with SIGINT
+        # blocked, a Ctrl-C while a worker still imports (before its initializer ignores SIGINT) waits, then is ignored.
+        with _sigint_blocked():
+            futures = [pool.submit(_stage, warehouse, ref, seq) for ref, seq in jobs]
         for future in futures:
             yield future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _open(settings: SourceSettings, parent: int) -> None:
@@ -55,6 +68,7 @@ def _open(settings: SourceSettings, parent: int) -> None:
     # Ctrl-C reaches the whole process group: the run (the parent) stops the pool and says it was interrupted;
     # a worker that took the interrupt itself would die with a traceback and break the pool instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _worker["source"] = settings.open()
     _worker["cache"] = DistinctCache()
 
