@@ -14,15 +14,12 @@ import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipelines.core import lifetime
 from pipelines.ingest import staging
 from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.source_types import SnapshotRef
-
-if TYPE_CHECKING:
-    from pipelines.ingest.steps import SourceSettings
 
 # Below this many snapshots, starting the worker processes (each imports polars) costs more than it saves.
 PARALLEL_FROM = 4
