@@ -62,7 +62,7 @@ def upstream_bundle() -> Path:
 
 
 def build_warehouse(
-    warehouse: Path, source: str, cache: Path, branch: str = "main", file_glob: str = FILE_GLOB, streams: tuple[str, ...] = ("data",)
+    warehouse: Path, source: str, cache: Path, branch: str = "main", file_glob: str = FILE_GLOB, streams: tuple[str, ...] = settings.STREAMS
 ) -> Path:
     """Ingest `source` into `warehouse` with the library (no Dagster): sync, stage, tables, DuckDB."""
     from pipelines.assemble.build import build_tables

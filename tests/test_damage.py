@@ -326,8 +326,6 @@ def test_materialize_repairs_a_damaged_runs_table_and_database(clean, tmp_path):
         "WAREHOUSE_DIR": str(warehouse),
         "LIGER_SOURCE": clean.source,
         "LIGER_CACHE_DIR": str(cache),
-        # The clean warehouse was built from the data stream alone: the same source is the same streams.
-        "LIGER_STREAMS": "data",
     }
 
     def materialize() -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ class Warehouse(dg.ConfigurableResource):
     source: str
     branch: str
     file_glob: str
-    streams: list[str] = ["data"]
+    streams: list[str] = list(settings.STREAMS)
     # Empty: the source's repository, upstream's CI branch (see SourceSettings).
     ci_source: str = ""
     ci_branch: str = ""

@@ -21,8 +21,9 @@ class SourceSettings:
     branch: str
     file_glob: str
     cache_dir: Path
-    # The streams of a git source (SPEC section 7); the `ci` stream's repository, branch and file pattern.
-    streams: tuple[str, ...] = ("data",)
+    # The streams of a git source (SPEC section 7), both by default as in the environment's settings; the `ci`
+    # stream's repository, branch and file pattern.
+    streams: tuple[str, ...] = settings.STREAMS
     # None: the data's repository, upstream's CI branch; while both are None a repository without that branch has an
     # empty `ci` stream, else a missing branch is refused.
     ci_source: str | None = None
