@@ -1,5 +1,5 @@
-"""Each series' noise (SPEC section 8): from `series_noise` when warehouse.duckdb has it, else estimated
-here the same way (`sql/verdict/series_noise.sql`); a series too short to tell borrows its kernel's."""
+"""Each series' noise (SPEC section 8), from the statistic `series_noise`; a series too short to tell borrows its
+kernel's."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ import polars as pl
 from pipelines.core import sql_files
 from pipelines.duck.db import Session
 
-# Differences of runs (consecutive runs, reruns of one commit) a series needs for a noise of its own.
-MIN_PAIRS = 4
-TABLE = "series_noise"
 KERNEL_KEY = ["kernel", "pass", "metric", "gpu_name", "backend"]
 SCHEMA = pl.Schema(
     {
@@ -29,21 +26,12 @@ SCHEMA = pl.Schema(
 )
 
 
-def has_series_noise(session: Session) -> bool:
-    """Whether warehouse.duckdb holds the statistic `series_noise` (helper "series" adds it)."""
-    found = session.query("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?", [TABLE])
-    return found.rows[0][0] > 0
-
-
 def series_noise(session: Session) -> pl.DataFrame:
     """The noise of every series of the contender's kernels (the registered `contender_series`) on their
     GPUs: SCHEMA, one row per (group_id, provider, backend); `noise` is the standard deviation of ln(value)
     of one run (0.05 is about 5%), never null: a series without an estimate of its own takes the median of
     its kernel's series on that GPU and backend (`method` `pooled`), else null rows are dropped."""
-    if has_series_noise(session):
-        result = session.query(sql_files.text("verdict/series_noise_table"))
-    else:
-        result = session.query(sql_files.text("verdict/series_noise"), {"min_pairs": MIN_PAIRS})
+    result = session.query(sql_files.text("verdict/series_noise"))
     own = pl.DataFrame(result.rows, schema=SCHEMA, orient="row")
     known = own.filter(pl.col("noise").is_not_null() & pl.col("noise").is_finite())
     typical = known.group_by(KERNEL_KEY).agg(pl.col("noise").median().alias("kernel_noise"))

@@ -43,7 +43,7 @@ HUMAN = {"ns": (1e6, "ms"), "bytes": (2**20, "MiB")}
 def method_line(verdict: Verdict, local: bool = True) -> str:
     """How it was judged; `local` names the warehouse's folder (a pull request comment does not)."""
     where = f" in {verdict.warehouse_dir}" if local else ""
-    source = "the table series_noise" if verdict.noise_source == "series_noise" else "estimated from each series' history"
+    source = f"the table {verdict.noise_source}"
     return (
         f"Baseline: each series' latest {BASELINE_POINTS} runs on the same GPU{where}; ratio = their median / "
         f"contender (above 1: faster or leaner). A run is slower or faster when it leaves their range by more than "

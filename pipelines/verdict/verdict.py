@@ -40,7 +40,7 @@ class Verdict:
     warehouse_dir: Path
     runs: pl.DataFrame  # RUN_COLUMNS and what judged them (baseline_low, baseline_high, outside, spread), one row per run
     kernels: pl.DataFrame  # judge.KERNELS
-    noise_source: str  # `series_noise` (the statistic) or `estimated` (sql/verdict/series_noise.sql)
+    noise_source: str  # where the series' noise comes from: the statistic `series_noise`
     # (gpu_name, backend) pairs holding history of the contender's kernels.
     history: list[tuple[str, str]] = field(default_factory=list)
 
@@ -90,7 +90,6 @@ def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, back
         session.con.register("contender_series", series.to_arrow())
         session.con.register("contender_runs", contender.runs.select("run_id").to_arrow())
         baselines = _frame(session.query(sql_files.text("verdict/baselines"), {"points": BASELINE_POINTS}))
-        noise_source = "series_noise" if noise.has_series_noise(session) else "estimated"
         noise_frame = noise.series_noise(session)
         history = session.query(sql_files.text("verdict/history")).rows
     runs = judge.judge_runs(contender.runs, _typed(baselines), noise_frame).rename({"value": "contender_value"})
@@ -99,7 +98,7 @@ def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, back
         warehouse_dir=Path(warehouse_dir),
         runs=runs,
         kernels=judge.judge_kernels(runs),
-        noise_source=noise_source,
+        noise_source="series_noise",
         history=[(gpu, backend) for gpu, backend in history],
     )
 
