@@ -29,10 +29,13 @@ MORE_QUERIES = [
     "SELECT count(*) FROM run_snapshots",
     "SELECT count(*) FROM quarantine",
     "SELECT count(*) FROM readable_runs",
+    "SELECT run_id, observed_at FROM runs ORDER BY run_id LIMIT 3",  # a TIMESTAMPTZ read into Python
 ]
 # DuckDB 1.2's storage version: every 1.x client from 1.2 on reads it (DuckDB 2.0 writes 69 by default).
 STORAGE_VERSION = 65
 OLDEST_CLIENT = "duckdb==1.2.2"
+# The Python client reads a TIMESTAMPTZ value (observed_at) into Python through pytz.
+CLIENT_NEEDS = ("pytz",)
 
 
 def readme_queries() -> list[str]:
@@ -182,7 +185,9 @@ def test_the_oldest_duckdb_1_client_targeted_opens_the_file(built: Path, tmp_pat
     client = tmp_path / "duckdb-1"
     venv.create(client, with_pip=True)
     python = client / "bin" / "python"
-    install = subprocess.run([python, "-m", "pip", "install", "-q", OLDEST_CLIENT], capture_output=True, text=True, timeout=600)
+    install = subprocess.run(
+        [python, "-m", "pip", "install", "-q", OLDEST_CLIENT, *CLIENT_NEEDS], capture_output=True, text=True, timeout=600
+    )
     if install.returncode != 0:
         pytest.skip(f"pip could not install {OLDEST_CLIENT} (no package registry reachable?): {install.stderr.strip()[-300:]}")
     script = (
