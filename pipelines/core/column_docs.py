@@ -105,8 +105,6 @@ SHARED = {
     "n_differences": "differences between consecutive runs the noise is taken from",
     "sigma_log": "the run's own spread, a log-normal sigma from p20 and p80",
     "noise_sigma_log": "the spread of the ratio, from both runs' sigma_log",
-    "within_noise": "the ratio is within the runs' spread of 1",
-    "rank": "1 + the implementations faster or leaner in the group",
     "baseline_p20": "the baseline's 20th percentile",
     "baseline_p80": "the baseline's 80th percentile",
     "n_runs": "runs in the group",
@@ -170,6 +168,23 @@ COLUMNS: dict[str, dict[str, str]] = {
         "layout": "separators and texts other than the writer's, as JSON",
     },
     "quarantine": {"raw": "the row as text", "reason": "why it was not accepted"},
+    # Statistics, where a shared word would mislead (their SQL headers say more).
+    "provider_comparisons": {
+        "noise": "baseline, no baseline, separated, within noise, overlapping, or null",
+        "rank": "1 = the lowest value among the group's implementations; equal values share a rank",
+        "within_noise": "|ln ratio| is at most the two runs' combined sigma_log",
+    },
+    "version_changes": {
+        "ratio": "previous_value / value: above 1 is the newer run better",
+        "verdict": "improved, regressed, changed or unchanged (inside the series' noise)",
+        "run_id": "the newer run",
+    },
+    "change_points": {
+        "ratio": "before_value / after_value: above 1 is faster or leaner",
+        "observed_at": "when the first run after the change ran (UTC)",
+        "noise": "the series' noise (series_noise.noise)",
+    },
+    "sweep_comparisons": {"n_points": "sweep points compared"},
 }
 
 
