@@ -11,11 +11,12 @@ from pathlib import Path
 
 from pipelines.cli import cli_errors
 from pipelines.cli.cli_exports import add_export_parser
-from pipelines.cli.cli_output import GuardedStream, StandardOutputError, UserError
+from pipelines.cli.cli_output import GuardedStream, StandardOutputError
 from pipelines.cli.cli_queries import add_compare_parser, add_sql_parser
 from pipelines.cli.cli_report import add_report_parser
 from pipelines.cli.cli_verdict import add_verdict_parser
 from pipelines.core import instance, settings
+from pipelines.core.errors import UserError
 
 VERBOSE_HELP = "on an error, also print its stack (before the one line that says what to do)"
 

@@ -44,7 +44,9 @@ def _phase_floor_csv(csv: str, out: str) -> dict:
 
 
 def _phase_normalize(csv: str, warehouse: str) -> dict:
-    from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
+    from pipelines.assemble.build import build_tables
+    from pipelines.ingest.source_settings import SourceSettings
+    from pipelines.ingest.steps import stage_new, sync
     from pipelines.storage import store
 
     folder = Path(warehouse)

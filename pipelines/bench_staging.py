@@ -22,7 +22,8 @@ from pathlib import Path
 
 from pipelines import synthetic
 from pipelines.core import settings
-from pipelines.ingest.steps import SourceSettings, stage_new, sync
+from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.steps import stage_new, sync
 
 DEFAULT_BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-benchmark-data.bundle"
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -4,7 +4,8 @@
 when it is missing (or when the lock file changed), installs the pinned
 dependencies from `requirements.lock` and the project, then runs
 `python -m pipelines materialize` in it. `python3 -m pipelines.bootstrap test`
-does the same set-up and runs the test suite. Other arguments pass through:
+does the same set-up and runs the test suite; `... lint` runs ruff's checks, then
+sqlfluff over `sql/`. Other arguments pass through:
 `python3 -m pipelines.bootstrap show-run RUN_ID`, `... test -k source`.
 """
 
@@ -58,8 +59,9 @@ def main(argv: list[str]) -> int:
         command = [str(python), "-m", "pytest", *argv[1:]]
     elif argv[0] == "lint":
         os.chdir(ROOT)
-        ruff = str(VENV / "bin" / "ruff")
-        return subprocess.run([ruff, "check", "."]).returncode or subprocess.run([ruff, "format", "--check", "."]).returncode
+        ruff, sqlfluff = str(VENV / "bin" / "ruff"), str(VENV / "bin" / "sqlfluff")
+        checks = [[ruff, "check", "."], [ruff, "format", "--check", "."], [sqlfluff, "lint", "sql/"]]
+        return next((code for code in (subprocess.run(check).returncode for check in checks) if code), 0)
     else:
         command = [str(python), "-m", "pipelines", *argv]
     # Standard library only, like this module: a relative LIGER_SOURCE means the user's folder, not ROOT.

@@ -65,7 +65,9 @@ def build_warehouse(
     warehouse: Path, source: str, cache: Path, branch: str = "main", file_glob: str = FILE_GLOB, streams: tuple[str, ...] = ("data",)
 ) -> Path:
     """Ingest `source` into `warehouse` with the library (no Dagster): sync, stage, tables, DuckDB."""
-    from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
+    from pipelines.assemble.build import build_tables
+    from pipelines.ingest.source_settings import SourceSettings
+    from pipelines.ingest.steps import stage_new, sync
     from pipelines.storage import store
 
     source_settings = SourceSettings(source, branch, file_glob, cache, streams=streams)

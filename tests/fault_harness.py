@@ -18,9 +18,11 @@ import polars as pl
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
 from pipelines.assemble import checks
+from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.core import settings
 from pipelines.duck import database_build, db
-from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -35,7 +37,9 @@ from pathlib import Path
 from pipelines.core import settings
 from pipelines.duck import database_build, db
 from pipelines.storage import store
-from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
+from pipelines.assemble.build import build_tables
+from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.steps import stage_new, sync
 
 warehouse, source, cache = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 source_settings = SourceSettings(source, "main", "benchmark/data/all_benchmark_data*.csv", cache)

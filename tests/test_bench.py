@@ -18,14 +18,16 @@ from polars.testing import assert_frame_equal
 
 from pipelines import synthetic
 from pipelines.assemble import external_sort, run_identity, tables
+from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.assemble.history import History
 from pipelines.bench_report import TARGETS
 from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
 from pipelines.duck import database_build
 from pipelines.ingest import parse_fast
+from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.staging import staging_dir
-from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
 # Slow tier (the benchmark end to end, each phase a process of its own): `pytest -m 'not slow'` leaves these out.

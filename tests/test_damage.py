@@ -17,10 +17,12 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
 from pipelines.assemble import checks, tables
+from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.core import settings
 from pipelines.duck import database_build, db
 from pipelines.ingest import staging
-from pipelines.ingest.steps import LISTING, TABLE_NAMES, SourceSettings, build_tables, recorded_listing, stage_new, sync
+from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.steps import LISTING, recorded_listing, stage_new, sync
 from pipelines.ingest.upstream_changes import check_upstream
 from pipelines.storage import store
 

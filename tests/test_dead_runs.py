@@ -117,7 +117,8 @@ def test_the_daemon_fails_a_run_killed_with_everything_and_the_next_run_succeeds
     def start_daemon(log: Path) -> subprocess.Popen:
         with open(log, "wb") as output:
             return subprocess.Popen(
-                [str(bin_dir / "dagster-daemon"), "run", "-m", "pipelines.definitions"],
+                # No target: from the root it loads pyproject.toml's location, liger_warehouse, as `dg dev` names it.
+                [str(bin_dir / "dagster-daemon"), "run"],
                 cwd=settings.PROJECT_ROOT,
                 env=env,
                 stdout=output,
@@ -212,7 +213,7 @@ def test_a_daemon_run_whose_worker_is_killed_leaves_no_step_writing_after_it_fai
     log = tmp_path / "daemon.log"
     with open(log, "wb") as output:
         daemon = subprocess.Popen(
-            [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", "pipelines.definitions"],
+            [str(Path(sys.executable).parent / "dagster-daemon"), "run"],
             cwd=settings.PROJECT_ROOT,
             env=env,
             stdout=output,

@@ -250,7 +250,7 @@ def test_an_interrupt_is_one_line_and_exit_130_and_keeps_the_warehouse(tmp_path,
     import signal
     import time
 
-    from pipelines.ingest.steps import TABLE_NAMES
+    from pipelines.assemble.build import TABLE_NAMES
 
     repo = UpstreamRepo(tmp_path / "upstream")
     repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface"))}, "one")

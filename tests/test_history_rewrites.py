@@ -12,8 +12,10 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
+from pipelines.assemble.build import TablesReport, build_tables
+from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.source_types import ShallowSource, SourceError
-from pipelines.ingest.steps import SourceSettings, TablesReport, build_tables, stage_new, sync
+from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -11,8 +11,10 @@ import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
+from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.duck import database_build, db
-from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -16,9 +16,9 @@ import pytest
 from conftest import build_warehouse, liger_csv, liger_row
 
 from pipelines.assemble import checks
+from pipelines.assemble.build import TABLE_NAMES
 from pipelines.core import settings
 from pipelines.duck import database_build, db
-from pipelines.ingest.steps import TABLE_NAMES
 from pipelines.storage import store
 
 # Slow tier (materializations killed mid-write, each a process of its own): `pytest -m 'not slow'` leaves these out.

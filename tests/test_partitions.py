@@ -92,8 +92,10 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     import polars as pl
     from polars.testing import assert_frame_equal
 
+    from pipelines.assemble.build import TABLE_NAMES, build_tables
     from pipelines.ingest import stage_pool
-    from pipelines.ingest.steps import TABLE_NAMES, SourceSettings, build_tables, stage_new, sync
+    from pipelines.ingest.source_settings import SourceSettings
+    from pipelines.ingest.steps import stage_new, sync
 
     for day in range(1, stage_pool.PARALLEL_FROM + 2):
         rows = [liger_row(timestamp=f"2025-01-{day:02d} 00:00:00", y50=f"0.{day}"), liger_row(provider="torch", x_value=str(day))]

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.core import settings
 from pipelines.exports import liger_csv
-from pipelines.ingest.steps import SourceSettings
+from pipelines.ingest.source_settings import SourceSettings
 
 pytestmark = pytest.mark.slow
 

@@ -14,12 +14,14 @@ import pytest
 from conftest import git, liger_csv, liger_row
 from report_reading import SVG, Page, TableReader, read_svg, site_pages, svg_texts
 
+from pipelines.assemble.build import build_tables
 from pipelines.core import settings
 from pipelines.duck import database_build, db
 from pipelines.exports.report import build_report, changes_page, history, history_site, implementations
 from pipelines.exports.report.style import BASELINE, GRID, INK
 from pipelines.exports.report.timeline import IMPROVED, REGRESSED
-from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
+from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -282,7 +282,7 @@ def test_an_unknown_branch_says_so_and_names_liger_branch(upstream_repo, tmp_pat
 def test_the_sensor_refuses_another_source_too(upstream_repo, tmp_path):
     from conftest import UpstreamRepo, build_warehouse
 
-    from pipelines.ingest.steps import SourceSettings
+    from pipelines.ingest.source_settings import SourceSettings
     from pipelines.ingest.upstream_changes import check_upstream
 
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")

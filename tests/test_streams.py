@@ -9,8 +9,10 @@ import polars as pl
 import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 
+from pipelines.assemble.build import build_tables
+from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.source_types import BranchNotFound
-from pipelines.ingest.steps import SourceSettings, build_tables, stage_new, sync
+from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"

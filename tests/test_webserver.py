@@ -177,6 +177,7 @@ def test_ui_shows_a_partition_per_upstream_version_and_a_new_commit_adds_one_run
         dagster.wait_until_serving(process)
         state = dagster.graphql(WORKSPACE)
         [entry] = state["workspaceOrError"]["locationEntries"]
+        assert entry["name"] == "liger_warehouse", "the code location's fixed name ([tool.dg.project] code_location_name)"
         [repository] = entry["locationOrLoadError"]["repositories"]
         assert {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]} == {"upstream_data_sensor": "RUNNING"}
         [schedule] = repository["schedules"]

@@ -14,8 +14,9 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from pipelines.cli.cli_output import UsageError, UserError
+from pipelines.cli.cli_output import UsageError
 from pipelines.core import instance
+from pipelines.core.errors import UserError
 from pipelines.core.settings import SettingError
 from pipelines.duck import db
 from pipelines.exports import liger_csv

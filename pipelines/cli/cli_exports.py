@@ -11,8 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.cli.cli_output import UserError, check_output_folder, refuse_special_file, replace_keeping_mode, write_file, writing
+from pipelines.cli.cli_output import check_output_folder, refuse_special_file, replace_keeping_mode, write_file, writing
 from pipelines.core import settings
+from pipelines.core.errors import UserError
 from pipelines.exports import bmf, liger_csv
 from pipelines.exports.ndjson import EXPORTS
 

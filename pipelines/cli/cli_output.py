@@ -14,13 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pipelines.core.errors import UserError
 from pipelines.storage import store
-
-
-class UserError(Exception):
-    """A failure the user can act on; its message is the whole line they see (exit code 1)."""
-
-    exit_code = 1
 
 
 class UsageError(UserError):

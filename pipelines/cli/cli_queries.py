@@ -22,30 +22,9 @@ from typing import Any
 
 from pipelines.cli.cli_output import UsageError
 from pipelines.core import metadata, settings, sql_files
+from pipelines.core.metadata import format_cell
 from pipelines.duck import db
 from pipelines.duck.db import Result
-
-NULL_TEXT = "NULL"
-
-
-def format_cell(value: Any, null: str = NULL_TEXT) -> str:
-    """A value as a person reads it: floats to 6 significant digits, whole numbers whole."""
-    if value is None:
-        return null
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        # Large ns and byte counts would turn to exponents under %g.
-        return f"{value:.1f}" if abs(value) >= 1e6 else f"{value:.6g}"
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(format_cell(item, null) for item in value) + "]"
-    return str(value)
 
 
 def _is_number(value: Any) -> bool:

@@ -1,4 +1,5 @@
-"""Plain descriptions of tables for asset metadata: column schemas and markdown previews (and tables).
+"""Plain descriptions of tables for asset metadata and the command line: column schemas, markdown previews and
+tables, and a value as a person reads it (`format_cell`).
 
 The Dagster instance keeps every materialization's metadata for good, so every value that
 comes from the data is bounded here: a field of megabytes must not be stored again on each run.
@@ -6,6 +7,8 @@ comes from the data is bounded here: a field of megabytes must not be stored aga
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -16,10 +19,31 @@ from pipelines.core import display
 CELL_MAX = 60  # a cell of a markdown preview
 JSON_TEXT_MAX = 500  # a string inside JSON metadata
 JSON_ITEMS_MAX = 50  # the items of a list or mapping inside JSON metadata
+NULL_TEXT = "NULL"  # a null in the CLI's aligned tables; markdown cells leave it empty
 
 
 def column_types(schema: pl.Schema) -> list[tuple[str, str]]:
     return [(name, str(dtype)) for name, dtype in schema.items()]
+
+
+def format_cell(value: Any, null: str = NULL_TEXT) -> str:
+    """A value as a person reads it: floats to 6 significant digits, whole numbers whole."""
+    if value is None:
+        return null
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        # Large ns and byte counts would turn to exponents under %g.
+        return f"{value:.1f}" if abs(value) >= 1e6 else f"{value:.6g}"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(format_cell(item, null) for item in value) + "]"
+    return str(value)
 
 
 def markdown_preview(frame: pl.DataFrame, columns: list[str] | None = None, rows: int = 5) -> str:

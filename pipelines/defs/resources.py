@@ -6,7 +6,7 @@ import dagster as dg
 
 from pipelines.core import instance, lifetime, settings
 from pipelines.duck import db
-from pipelines.ingest.steps import SourceSettings
+from pipelines.ingest.source_settings import SourceSettings
 from pipelines.storage import store
 
 

@@ -7,21 +7,19 @@ worker opens the source once and keeps its own lookup cache.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipelines.core import lifetime
 from pipelines.ingest import staging
 from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.source_types import SnapshotRef
-
-if TYPE_CHECKING:
-    from pipelines.ingest.steps import SourceSettings
 
 # Below this many snapshots, starting the worker processes (each imports polars) costs more than it saves.
 PARALLEL_FROM = 4
@@ -43,11 +41,23 @@ def stage_all(
         min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"), initializer=_open, initargs=(settings, os.getpid())
     )
     try:
-        futures = [pool.submit(_stage, warehouse, ref, seq) for ref, seq in jobs]
+        # The workers start in these submits and inherit the signal mask of the thread that starts them: with SIGINT
+        # blocked, a Ctrl-C while a worker still imports (before its initializer ignores SIGINT) waits, then is ignored.
+        with _sigint_blocked():
+            futures = [pool.submit(_stage, warehouse, ref, seq) for ref, seq in jobs]
         for future in futures:
             yield future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _open(settings: SourceSettings, parent: int) -> None:
@@ -55,6 +65,7 @@ def _open(settings: SourceSettings, parent: int) -> None:
     # Ctrl-C reaches the whole process group: the run (the parent) stops the pool and says it was interrupted;
     # a worker that took the interrupt itself would die with a traceback and break the pool instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _worker["source"] = settings.open()
     _worker["cache"] = DistinctCache()
 

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipelines.ingest.source import Source
 from pipelines.ingest.source_csv import CsvSource
+from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.source_types import Listing
-from pipelines.ingest.steps import SourceSettings, check_same_source, recorded_listing
+from pipelines.ingest.steps import check_same_source, recorded_listing
 from pipelines.storage import store
-
-if TYPE_CHECKING:
-    from pipelines.orchestration.plan import IngestPlan
 
 SENSOR_CACHE = "sensor"
 
@@ -31,13 +28,15 @@ class UpstreamCheck:
     listing: Listing | None = None
     files_at_head_changed: bool = False
 
-    def summary(self, plan: IngestPlan | None = None) -> str:
+    def summary(self, staging: str | None = None) -> str:
+        """One line for the sensor's log; `staging` is the planner's summary of the run it asks for, when that
+        run stages snapshots (the planner sits above the ingest: pipelines.orchestration.plan)."""
         if self.head is None:
             return "the upstream branch does not exist (yet): nothing to ingest"
         if self.listing is None:
             return f"upstream head unchanged at {self.head[:12]}"
-        if plan is not None and plan.stage_keys:
-            return f"upstream head {self.head[:12]}: {plan.summary()}"
+        if staging:
+            return f"upstream head {self.head[:12]}: {staging}"
         if self.files_at_head_changed:
             return f"upstream head {self.head[:12]} added or removed a data file"
         return f"upstream head moved to {self.head[:12]} without changing a data file"

@@ -9,7 +9,7 @@ import sys
 import dagster as dg
 import sqlalchemy.exc
 
-from pipelines.cli.cli_output import UserError
+from pipelines.core.errors import UserError
 from pipelines.ingest.source_types import SourceError
 from pipelines.ingest.steps import sync
 from pipelines.orchestration import console

@@ -6,18 +6,19 @@
 -- from). Each row is one that doesn't, with the table.
 SELECT
     'change_points' AS table_name,
-    concat_ws(' ', point.group_id, point.provider, point.backend, point.after_run_id) AS row_key,
-    point.ratio,
-    point.verdict,
-    point.cause,
-    point.confidence
-FROM change_points AS point
+    concat_ws(' ', cp.group_id, cp.provider, cp.backend, cp.after_run_id) AS row_key,
+    cp.ratio,
+    cp.verdict,
+    cp.cause,
+    cp.confidence
+FROM change_points AS cp
 LEFT JOIN series_noise AS noise USING (group_id, provider, backend)
-WHERE NOT (point.ratio > 0 AND isfinite(point.ratio))
-    OR abs(point.ratio - point.before_value / point.after_value) > 1e-9 * point.ratio
-    OR point.verdict IS DISTINCT FROM CASE WHEN point.ratio > 1 THEN 'improved' ELSE 'regressed' END
-    OR point.cause NOT IN ('code', 'host')
-    OR NOT (point.confidence BETWEEN 0 AND 1)
+WHERE
+    NOT (cp.ratio > 0 AND isfinite(cp.ratio))
+    OR abs(cp.ratio - cp.before_value / cp.after_value) > 1e-9 * cp.ratio
+    OR cp.verdict IS DISTINCT FROM CASE WHEN cp.ratio > 1 THEN 'improved' ELSE 'regressed' END
+    OR cp.cause NOT IN ('code', 'host')
+    OR NOT (cp.confidence BETWEEN 0 AND 1)
     OR noise.noise IS NULL
 UNION ALL
 SELECT
@@ -28,6 +29,7 @@ SELECT
     NULL,
     NULL
 FROM series_noise
-WHERE NOT coalesce(noise > 0 AND isfinite(noise), method = 'none')
+WHERE
+    NOT coalesce(noise > 0 AND isfinite(noise), method = 'none')
     OR (noise IS NULL) <> (method = 'none')
 ORDER BY table_name, row_key

@@ -9,10 +9,18 @@ WITH ratios AS (
         best_ratio AS ratio
     FROM comparable_groups
     UNION ALL
-    SELECT 'provider_comparisons', 'ratio', concat_ws(' ', group_id, provider, backend), ratio
+    SELECT
+        'provider_comparisons',
+        'ratio',
+        concat_ws(' ', group_id, provider, backend),
+        ratio
     FROM provider_comparisons
     UNION ALL
-    SELECT 'version_changes', 'ratio', run_id, ratio
+    SELECT
+        'version_changes',
+        'ratio',
+        run_id,
+        ratio
     FROM version_changes
     UNION ALL
     SELECT

@@ -5,7 +5,14 @@
 WITH recount AS (
     -- The scorecard's key, written as the join below names it.
     SELECT
-        kernel, pass, metric, gpu_name, provider, backend, baseline_provider, baseline_backend,
+        kernel,
+        pass,
+        metric,
+        gpu_name,
+        provider,
+        backend,
+        baseline_provider,
+        baseline_backend,
         count(*) AS comparisons,
         count(*) FILTER (WHERE separated AND ratio > 1) AS separated_better,
         count(*) FILTER (WHERE separated AND ratio < 1) AS separated_worse
@@ -19,7 +26,8 @@ SELECT
     *
 FROM kernel_scorecard
 FULL JOIN recount USING (kernel, pass, metric, gpu_name, provider, backend, baseline_provider, baseline_backend)
-WHERE kernel_scorecard.n_groups IS DISTINCT FROM recount.comparisons
+WHERE
+    kernel_scorecard.n_groups IS DISTINCT FROM recount.comparisons
     OR kernel_scorecard.wins IS DISTINCT FROM recount.separated_better
     OR kernel_scorecard.losses IS DISTINCT FROM recount.separated_worse
     OR kernel_scorecard.wins + kernel_scorecard.losses + kernel_scorecard.draws <> kernel_scorecard.n_groups

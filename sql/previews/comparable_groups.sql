@@ -1,6 +1,10 @@
 -- The $n groups where the best implementation (provider and backend) beats the baseline by the most.
 SELECT
-    kernel, pass, metric, gpu_name, workload_slug,
+    kernel,
+    pass,
+    metric,
+    gpu_name,
+    workload_slug,
     n_runs,
     n_implementations,
     baseline_provider,
@@ -12,5 +16,5 @@ SELECT
     best_ratio
 FROM comparable_groups
 WHERE best_ratio IS NOT NULL
-ORDER BY best_ratio DESC, group_id
+ORDER BY best_ratio DESC, group_id ASC
 LIMIT $n

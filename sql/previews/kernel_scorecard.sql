@@ -4,8 +4,18 @@ SELECT
     * EXCLUDE (min_ratio, max_ratio)
 FROM kernel_scorecard
 WHERE geomean_ratio <> 1
-QUALIFY row_number() OVER (
-    PARTITION BY side(geomean_ratio)
-    ORDER BY distance_from_par(geomean_ratio) DESC, kernel, pass, metric, gpu_name, provider, backend, baseline_provider, baseline_backend
-) <= $n
+QUALIFY
+    row_number() OVER (
+        PARTITION BY side(geomean_ratio)
+        ORDER BY
+            distance_from_par(geomean_ratio) DESC,
+            kernel ASC,
+            pass ASC,
+            metric ASC,
+            gpu_name ASC,
+            provider ASC,
+            backend ASC,
+            baseline_provider ASC,
+            baseline_backend ASC
+    ) <= $n
 ORDER BY geomean_ratio DESC

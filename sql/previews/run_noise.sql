@@ -10,5 +10,5 @@ SELECT
     run_noise.sigma_log
 FROM run_noise
 WHERE run_noise.sigma_log IS NOT NULL
-ORDER BY run_noise.sigma_log DESC, run_noise.run_id
+ORDER BY run_noise.sigma_log DESC, run_noise.run_id ASC
 LIMIT $n

@@ -11,7 +11,8 @@
 WITH candidates AS (
     SELECT *
     FROM provider_comparisons
-    WHERE kernel = $kernel
+    WHERE
+        kernel = $kernel
         AND gpu_name = $gpu
         AND ($pass IS NULL OR pass = $pass)
         AND ($metric IS NULL OR metric = $metric)
@@ -20,7 +21,8 @@ WITH candidates AS (
 chosen AS (
     SELECT *
     FROM candidates
-    WHERE ($providers IS NULL OR list_contains($providers, provider))
+    WHERE
+        ($providers IS NULL OR list_contains($providers, provider))
         AND ($backends IS NULL OR list_contains($backends, backend))
 ),
 
@@ -31,9 +33,10 @@ shown AS (
     SELECT candidates.*
     FROM candidates
     SEMI JOIN chosen
-        ON candidates.group_id = chosen.group_id
-        AND candidates.provider = chosen.baseline_provider
-        AND candidates.backend = chosen.baseline_backend
+        ON
+            candidates.group_id = chosen.group_id
+            AND candidates.provider = chosen.baseline_provider
+            AND candidates.backend = chosen.baseline_backend
 )
 
 SELECT
@@ -58,7 +61,7 @@ SELECT
     shown.liger_version,
     shown.observed_at
 FROM shown
-JOIN readable_runs AS run USING (run_id)
+INNER JOIN readable_runs AS run USING (run_id)
 ORDER BY
     shown.pass,
     shown.metric,

@@ -10,7 +10,7 @@ WITH baseline_backends AS (
         runs.group_id,
         string_agg(DISTINCT runs.backend, ', ' ORDER BY runs.backend) AS baseline_backend
     FROM runs
-    JOIN comparable_groups AS g ON g.group_id = runs.group_id AND g.baseline_provider = runs.provider
+    INNER JOIN comparable_groups AS g ON runs.group_id = g.group_id AND runs.provider = g.baseline_provider
     WHERE runs.status = 'passed'
     GROUP BY runs.group_id
 )
@@ -44,8 +44,18 @@ SELECT
     g.baseline_provider,
     bb.baseline_backend
 FROM change_points AS cp
-LEFT JOIN runs AS after_run ON after_run.run_id = cp.after_run_id
-LEFT JOIN runs AS before_run ON before_run.run_id = cp.before_run_id
-LEFT JOIN comparable_groups AS g ON g.group_id = cp.group_id
-LEFT JOIN baseline_backends AS bb ON bb.group_id = cp.group_id
-ORDER BY cp.observed_at DESC, cp.verdict DESC, cp.ratio, cp.kernel, cp.gpu_name, cp.pass, cp.metric, cp.workload_slug, cp.provider, cp.backend
+LEFT JOIN runs AS after_run ON cp.after_run_id = after_run.run_id
+LEFT JOIN runs AS before_run ON cp.before_run_id = before_run.run_id
+LEFT JOIN comparable_groups AS g ON cp.group_id = g.group_id
+LEFT JOIN baseline_backends AS bb ON cp.group_id = bb.group_id
+ORDER BY
+    cp.observed_at DESC,
+    cp.verdict DESC,
+    cp.ratio ASC,
+    cp.kernel ASC,
+    cp.gpu_name ASC,
+    cp.pass ASC,
+    cp.metric ASC,
+    cp.workload_slug ASC,
+    cp.provider ASC,
+    cp.backend ASC

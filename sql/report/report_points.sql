@@ -36,7 +36,7 @@ SELECT
     run.last_seen_snapshot,
     run.last_seen_commit
 FROM provider_comparisons AS pc
-JOIN readable_runs AS run USING (run_id)
+INNER JOIN readable_runs AS run USING (run_id)
 ORDER BY
     pc.kernel,
     pc.gpu_name,

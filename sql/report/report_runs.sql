@@ -32,4 +32,12 @@ SELECT
     run.last_seen_snapshot,
     run.last_seen_commit
 FROM readable_runs AS run
-ORDER BY run.kernel, run.gpu_name, run.pass, run.metric, run.provider, run.backend, run.observed_at DESC, run.run_id
+ORDER BY
+    run.kernel ASC,
+    run.gpu_name ASC,
+    run.pass ASC,
+    run.metric ASC,
+    run.provider ASC,
+    run.backend ASC,
+    run.observed_at DESC,
+    run.run_id ASC

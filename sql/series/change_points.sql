@@ -40,6 +40,6 @@ SELECT
     found.n_after,
     found.noise
 FROM found
-JOIN runs AS before_run ON before_run.rowid = found.before_row
-JOIN runs AS after_run ON after_run.rowid = found.after_row
+INNER JOIN runs AS before_run ON found.before_row = before_run.rowid
+INNER JOIN runs AS after_run ON found.after_row = after_run.rowid
 ORDER BY found.group_id, found.provider, found.backend, after_run.observed_at

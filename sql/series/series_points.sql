@@ -11,6 +11,6 @@ SELECT
     coalesce(runs.benchmarked_commit, first_seen."commit", runs.first_seen_snapshot) AS "commit",
     runs.rowid AS row_id
 FROM runs
-LEFT JOIN snapshots AS first_seen ON first_seen.snapshot_id = runs.first_seen_snapshot
+LEFT JOIN snapshots AS first_seen ON runs.first_seen_snapshot = first_seen.snapshot_id
 WHERE runs.status = 'passed' AND runs.value > 0
 ORDER BY runs.group_id, runs.provider, runs.backend, history_key(runs.observed_at, runs.rowid)

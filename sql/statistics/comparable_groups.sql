@@ -25,11 +25,19 @@ WITH summary AS (
 ),
 
 -- Apart from summary: a count(DISTINCT) there makes DuckDB buffer the whole scan for a second pass.
+passed_versions AS (
+    SELECT DISTINCT
+        group_id,
+        liger_version
+    FROM runs
+    WHERE status = 'passed'
+),
+
 versions AS (
     SELECT
         group_id,
         count(liger_version) AS n_versions
-    FROM (SELECT DISTINCT group_id, liger_version FROM runs WHERE status = 'passed')
+    FROM passed_versions
     GROUP BY group_id
 ),
 
@@ -48,7 +56,11 @@ described AS (
         gpu_name,
         unit
     FROM runs
-    WHERE rowid IN (SELECT min(latest_row) FROM latest_runs GROUP BY group_id)
+    WHERE rowid IN (
+        SELECT min(latest_row)
+        FROM latest_runs
+        GROUP BY group_id
+    )
 ),
 
 best AS (
@@ -81,6 +93,6 @@ SELECT
     winner.ratio AS best_ratio,
     winner.baseline_backend AS best_baseline_backend
 FROM described
-JOIN summary USING (group_id)
-JOIN versions USING (group_id)
-JOIN best USING (group_id)
+INNER JOIN summary USING (group_id)
+INNER JOIN versions USING (group_id)
+INNER JOIN best USING (group_id)

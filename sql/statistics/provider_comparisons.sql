@@ -89,14 +89,14 @@ paired AS (
             ELSE coalesce(
                 list_filter(
                     other_backends,
-                    lambda other: other.place = groups.baseline_place AND other.backend = latest.backend
+                    LAMBDA other: other.place = groups.baseline_place AND other.backend = latest.backend
                 )[1],
                 default_baseline
             )
         END AS baseline,
         groups.group_values
     FROM latest
-    JOIN groups USING (group_id)
+    INNER JOIN groups USING (group_id)
 ),
 
 ratios AS (
@@ -136,5 +136,5 @@ SELECT
         WHEN NOT separated THEN 'overlapping'
     END AS noise,
     -- rank() over the group's values, without sorting every group: passed runs have a value.
-    1 + len(list_filter(group_values, lambda other: other < value)) AS rank
+    1 + len(list_filter(group_values, LAMBDA other: other < value)) AS rank
 FROM compared

@@ -27,11 +27,12 @@ points AS (
         provider_comparisons.*,
         sweep_points.* EXCLUDE (run_id)
     FROM provider_comparisons
-    JOIN sweep_points USING (run_id)
-    WHERE (
-        provider_comparisons.provider <> provider_comparisons.baseline_provider
-        OR provider_comparisons.backend <> provider_comparisons.baseline_backend
-    )
+    INNER JOIN sweep_points USING (run_id)
+    WHERE
+        (
+            provider_comparisons.provider <> provider_comparisons.baseline_provider
+            OR provider_comparisons.backend <> provider_comparisons.baseline_backend
+        )
         AND provider_comparisons.ratio IS NOT NULL
 ),
 
@@ -64,7 +65,7 @@ sweeps AS (
 SELECT
     * EXCLUDE (points),
     sign_test_p(n_better, n_worse) AS sign_test_p,
-    list_transform(points, lambda point: point.x_value) AS x_values,
-    list_transform(points, lambda point: point.ratio) AS ratios
+    list_transform(points, LAMBDA point: point.x_value) AS x_values,
+    list_transform(points, LAMBDA point: point.ratio) AS ratios
 FROM sweeps
 ORDER BY kernel, pass, metric, gpu_name, x_key, sweep_workload, provider, backend, baseline_provider, baseline_backend

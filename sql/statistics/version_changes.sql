@@ -49,7 +49,7 @@ changes AS (
         coalesce(
             passed.value > 0 AND passed.previous.value > 0
             AND abs(ln(passed.value / passed.previous.value)) <= 2 * sqrt(2) * series_noise.noise,
-            false
+            FALSE
         ) AS within_noise
     FROM passed
     LEFT JOIN series_noise USING (group_id, provider, backend)

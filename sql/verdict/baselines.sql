@@ -24,7 +24,8 @@ WITH points AS (
     FROM runs AS r
     SEMI JOIN contender_series AS s
         ON r.group_id = s.group_id AND r.provider = s.provider AND r.backend = s.backend
-    WHERE r.status = 'passed'
+    WHERE
+        r.status = 'passed'
         AND r.value > 0
         AND r.run_id NOT IN (SELECT run_id FROM contender_runs)
 )

@@ -3,8 +3,15 @@
 -- them. A contender GPU missing here gets `no baseline` everywhere and its
 -- message names the GPUs that have the history (SPEC section 9: never across
 -- GPUs); a backend missing here is named too (it comes from the file's name).
-SELECT DISTINCT r.gpu_name, r.backend
+WITH contender_kernels AS (
+    SELECT DISTINCT kernel
+    FROM contender_series
+)
+
+SELECT DISTINCT
+    r.gpu_name,
+    r.backend
 FROM runs AS r
-SEMI JOIN (SELECT DISTINCT kernel FROM contender_series) AS k ON r.kernel = k.kernel
+SEMI JOIN contender_kernels AS k ON r.kernel = k.kernel
 WHERE r.status = 'passed'
 ORDER BY r.gpu_name, r.backend

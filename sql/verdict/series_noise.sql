@@ -16,7 +16,11 @@
 -- differences behind the estimate. Fewer than $min_pairs differences: null.
 -- The contender's own runs (`contender_runs`) are left out, as in baselines.sql.
 WITH kernels AS (
-    SELECT DISTINCT kernel, pass, metric, gpu_name
+    SELECT DISTINCT
+        kernel,
+        pass,
+        metric,
+        gpu_name
     FROM contender_series
 ),
 
@@ -38,7 +42,8 @@ points AS (
     FROM runs AS r
     SEMI JOIN kernels AS k
         ON r.kernel = k.kernel AND r.pass = k.pass AND r.metric = k.metric AND r.gpu_name = k.gpu_name
-    WHERE r.status = 'passed'
+    WHERE
+        r.status = 'passed'
         AND r.value > 0
         AND r.run_id NOT IN (SELECT run_id FROM contender_runs)
 ),
@@ -67,11 +72,12 @@ rerun_pairs AS (
         abs(a.log_value - b.log_value) AS difference
     FROM points AS a
     INNER JOIN points AS b
-        ON a.group_id = b.group_id
-        AND a.provider = b.provider
-        AND a.backend = b.backend
-        AND a.benchmarked_commit = b.benchmarked_commit
-        AND a.run_id < b.run_id
+        ON
+            a.group_id = b.group_id
+            AND a.provider = b.provider
+            AND a.backend = b.backend
+            AND a.benchmarked_commit = b.benchmarked_commit
+            AND a.run_id < b.run_id
 ),
 
 reruns AS (

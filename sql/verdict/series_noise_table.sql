@@ -4,12 +4,21 @@
 -- (kernel, pass, metric, gpu_name) in the registered `contender_series`.
 -- A group has one kernel, pass, metric and GPU: any run of it names them.
 WITH kernels AS (
-    SELECT DISTINCT kernel, pass, metric, gpu_name
+    SELECT DISTINCT
+        kernel,
+        pass,
+        metric,
+        gpu_name
     FROM contender_series
 ),
 
 groups AS (
-    SELECT DISTINCT r.group_id, r.kernel, r.pass, r.metric, r.gpu_name
+    SELECT DISTINCT
+        r.group_id,
+        r.kernel,
+        r.pass,
+        r.metric,
+        r.gpu_name
     FROM runs AS r
     SEMI JOIN kernels AS k
         ON r.kernel = k.kernel AND r.pass = k.pass AND r.metric = k.metric AND r.gpu_name = k.gpu_name

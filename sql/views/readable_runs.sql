@@ -18,5 +18,5 @@ SELECT
     first_seen.subject AS first_seen_subject,
     last_seen."commit" AS last_seen_commit
 FROM runs
-LEFT JOIN snapshots AS first_seen ON first_seen.snapshot_id = runs.first_seen_snapshot
-LEFT JOIN snapshots AS last_seen ON last_seen.snapshot_id = runs.last_seen_snapshot
+LEFT JOIN snapshots AS first_seen ON runs.first_seen_snapshot = first_seen.snapshot_id
+LEFT JOIN snapshots AS last_seen ON runs.last_seen_snapshot = last_seen.snapshot_id

@@ -35,7 +35,7 @@ def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehou
         context.log.info(check.summary())
         return dg.SensorResult(skip_reason=check.summary(), cursor=cursor)
     request, plan = ingest_request(context.instance, context.repository_def, warehouse, check.listing)
-    summary = check.summary(plan)
+    summary = check.summary(plan.summary() if plan.stage_keys else None)
     context.log.info(summary)
     if not plan.stage_keys and not check.files_at_head_changed:
         return dg.SensorResult(skip_reason=summary, cursor=cursor)

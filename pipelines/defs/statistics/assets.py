@@ -1,8 +1,7 @@
 import dagster as dg
 
-from pipelines.cli import cli_queries
 from pipelines.core import column_docs, sql_files
-from pipelines.core.metadata import markdown_table
+from pipelines.core.metadata import format_cell, markdown_table
 from pipelines.defs.common import WRITERS, table_version
 from pipelines.defs.resources import Warehouse
 from pipelines.duck import database_build, db
@@ -100,7 +99,7 @@ def _table_metadata(warehouse: Warehouse, reader: db.Session, name: str, row_cou
 
 def _markdown(columns: list[str], rows: list[tuple]) -> str:
     """Rows as the CLI writes them, each cell cut short: names from the data may be of any length."""
-    return markdown_table(columns, rows, cell=lambda value: cli_queries.format_cell(value, null=""), width=PREVIEW_CELL_MAX)
+    return markdown_table(columns, rows, cell=lambda value: format_cell(value, null=""), width=PREVIEW_CELL_MAX)
 
 
 def _check_result(outcome: db.SqlCheckResult) -> dg.AssetCheckResult:

@@ -2,10 +2,11 @@ import dagster as dg
 import polars as pl
 
 from pipelines.assemble import checks
+from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.core import column_docs, schemas
 from pipelines.defs.common import WRITERS, check_result, table_metadata, table_version
 from pipelines.defs.resources import Warehouse
-from pipelines.ingest.steps import TABLE_NAMES, build_tables, recorded_listing
+from pipelines.ingest.steps import recorded_listing
 
 PREVIEW_ROWS = 5
 PREVIEW = {

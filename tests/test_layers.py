@@ -1,0 +1,206 @@
+"""The packages under `pipelines/` form layers that only point down (the README's Layout says the same).
+
+From the bottom:
+
+    core, storage          the shared vocabulary and the atomic files (one layer: either may import the other)
+    ingest                 upstream to staged snapshots
+    assemble               staged snapshots to the SPEC tables
+    series                 SPEC section 8 (noise, change points)
+    duck                   warehouse.duckdb
+    verdict                a contender judged against the history
+    exports                NDJSON, the Liger CSVs, BMF, the report
+    cli                    the command line's parts
+    defs, orchestration    the Dagster wiring: they may import any stage, but never `cli`
+    entry points           `__main__` (composes the CLI and the in-process run), the benchmark tools, bootstrap
+
+A module imports only from its own layer or those below, `defs/` and `orchestration/` never from `cli/`, and no
+modules import each other round a circle. Every import counts: at module level, inside a function and under
+TYPE_CHECKING (a type-only import still ties the lower layer to the higher one). Importing a submodule runs its
+package's `__init__` too; that implicit edge is left out, as every package would otherwise circle with its own.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pipelines"
+
+# Layer order, bottom first: the name of a top-level package or module under pipelines/ -> its rank.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "core", "storage"),
+    ("ingest",),
+    ("assemble",),
+    ("series",),
+    ("duck",),
+    ("verdict",),
+    ("exports",),
+    ("cli",),
+    ("defs", "definitions", "orchestration"),
+    ("__main__", "bench", "bench_change_points", "bench_phases", "bench_reader", "bench_report", "bench_staging", "synthetic", "bootstrap"),
+)
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+# The Dagster wiring runs the stages; the command line is a stage of its own beside it, and neither imports the other.
+NEVER_FROM_CLI = ("defs", "definitions", "orchestration")
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules(root: Path = PACKAGE) -> dict[str, Path]:
+    """Every Python module under `root` (the `pipelines/sql` link holds none), by dotted name."""
+    return {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of `pipelines` that `name` imports, wherever the import statement sits."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            # `from pipelines.ingest import staging` imports the module staging; `from pipelines.ingest.steps import sync`, steps.
+            submodules = {f"{source}.{alias.name}" for alias in node.names} & known.keys()
+            found |= submodules or {source}
+    return {module for module in found if module in known and module != name}
+
+
+def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    known = modules(root)
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            if RANK[layer(target)] > RANK[layer(module)]:
+                found.append(f"{module} imports {target}: {layer(module)} is below {layer(target)}")
+            elif layer(module) in NEVER_FROM_CLI and layer(target) == "cli":
+                found.append(f"{module} imports {target}: the Dagster wiring never imports cli/ (move what it needs below)")
+    return found
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One circle (its modules in import order, the first repeated last) per strongly connected group of modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm; the package is far too small for recursion to matter
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return [_circle(edges, group) for group in groups]
+
+
+def _circle(edges: dict[str, set[str]], group: set[str]) -> list[str]:
+    """The shortest path from the group's first module back to itself, within the group."""
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(edges[node] & group):
+                if target == start:
+                    return [*paths[node], start]
+                if target not in paths:
+                    paths[target] = [*paths[node], target]
+                    following.append(target)
+        frontier = following
+    raise AssertionError(f"{sorted(group)} is strongly connected but has no circle through {start}")
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted({layer(module) for module in modules()} - RANK.keys())
+    assert not unplaced, f"give these a layer in LAYERS (tests/test_layers.py) and the README's Layout: {unplaced}"
+
+
+def test_no_module_imports_from_a_layer_above_it_or_from_cli():
+    found = upward_imports(graph())
+    assert not found, "imports against the layers:\n" + "\n".join(found)
+
+
+def test_no_import_circle():
+    found = cycles(graph())
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "pipelines" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "pipelines"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A small package shaped like `pipelines/` with the faults the checks exist for."""
+    return _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "",
+            "core/errors.py": "class UserError(Exception): ...\n",
+            "ingest/__init__.py": "",
+            "ingest/steps.py": "from pipelines.ingest import pool\n\ndef later():\n    from pipelines.assemble.tables import build\n",
+            "ingest/pool.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .steps import later\n",
+            "assemble/__init__.py": "",
+            "assemble/tables.py": "from ..core.errors import UserError\n\ndef build(): ...\n",
+            "cli/__init__.py": "",
+            "cli/output.py": "from pipelines.core import errors\n",
+            "defs/__init__.py": "",
+            "defs/assets.py": "import pipelines.cli.output\nfrom pipelines.assemble import tables\n",
+        },
+    )
+
+
+def test_the_checks_find_an_upward_import_inside_a_function_and_an_import_of_cli(tree):
+    assert upward_imports(graph(tree)) == [
+        "pipelines.defs.assets imports pipelines.cli.output: the Dagster wiring never imports cli/ (move what it needs below)",
+        "pipelines.ingest.steps imports pipelines.assemble.tables: ingest is below assemble",
+    ]
+
+
+def test_the_checks_find_a_circle_made_by_a_type_only_relative_import(tree):
+    assert graph(tree)["pipelines.assemble.tables"] == {"pipelines.core.errors"}
+    assert cycles(graph(tree)) == [["pipelines.ingest.pool", "pipelines.ingest.steps", "pipelines.ingest.pool"]]
