@@ -168,7 +168,7 @@ def _statistics_phases(warehouse: str, rows: int) -> list[Phase]:
     stats = measure(BUILD, _phase_command("statistics", warehouse), rows=rows)
     floor = measure(STATS_FLOOR, _phase_command("statistics-floor", warehouse), rows=rows)
     output = measure(STATS_OUTPUT, _phase_command("statistics-output", warehouse), rows=rows)
-    # The design not kept, every table copied in, measured beside it: what decided PARQUET_VIEWS.
+    # Once the design not kept (every table copied in) beside three Parquet views; both copy every table now.
     copies = measure(BUILD_COPIES, _phase_command("statistics", warehouse, "copies"), rows=rows)
     queries = measure(QUERIES, _phase_command("queries", warehouse))
     queries_copies = measure(QUERIES_COPIES, _phase_command("queries", warehouse, "copies"))

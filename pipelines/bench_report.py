@@ -112,7 +112,7 @@ def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
 
 def _query_ratios(by_name: dict[str, Phase]) -> dict[str, object]:
     """Each README query on warehouse.duckdb against the same query with every table a DuckDB table (the
-    plain tables' reference), and the build of either design: the figures that decided PARQUET_VIEWS."""
+    plain tables' reference), and the build of either design: the figures that once decided between views and copies (both copy now)."""
     if QUERIES not in by_name or QUERIES_COPIES not in by_name:
         return {"queries_ratio": None}
     kept, copies = by_name[QUERIES].detail, by_name[QUERIES_COPIES].detail

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 from conftest import liger_csv, liger_row
 
-from pipelines.core import settings
+from pipelines.core import schemas, settings
+from pipelines.defs.common import table_schema
 from pipelines.orchestration.materialize import ingest
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -122,6 +123,16 @@ def test_every_asset_has_a_description_group_and_kind(monkeypatch, tmp_path):
         node = graph.get(key)
         assert node.description, key
         assert node.group_name in {"source", "tables", "statistics", "exports"}, key
+
+
+def test_every_check_and_table_column_has_a_description(monkeypatch, tmp_path):
+    definitions = load_defs(monkeypatch, tmp_path / "w", tmp_path, tmp_path / "c")
+    graph = definitions.resolve_asset_graph()
+    checks = {key: graph.get_check_spec(key) for key in graph.asset_check_keys}
+    assert len(checks) >= 10
+    assert [key.to_user_string() for key, spec in checks.items() if not spec.description] == []
+    for table, schema in schemas.TABLES.items():
+        assert [c.name for c in table_schema(schema, table).columns if not c.description] == [], table
 
 
 @pytest.mark.slow

@@ -11,8 +11,9 @@ import duckdb
 import polars as pl
 import pytest
 from statistics_warehouse import BASELINES, by_provider, fixture_runs, rows, sigma, write_warehouse
+from test_duckdb_file import bit_rot
 
-from pipelines.core import schemas
+from pipelines.core import column_docs, schemas
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
 from pipelines.duck import database_build, db
@@ -175,11 +176,38 @@ def test_statistics_assets_materialize_with_checks(tmp_path: Path) -> None:
     assert materialized["provider_comparisons"]["dagster/row_count"].value == len(rows(tmp_path, "SELECT * FROM provider_comparisons"))
     schema = materialized["kernel_scorecard"]["dagster/column_schema"].schema
     assert {"geomean_ratio", "wins", "losses", "draws"} <= {column.name for column in schema.columns}
+    # Every column of every statistic says what it is in the UI, in the words its comment in the file has.
+    assert [
+        (name, c.name) for name, m in materialized.items() for c in m["dagster/column_schema"].schema.columns if not c.description
+    ] == []
+    assert {c.name: c.description for c in schema.columns}["wins"] == column_docs.column_description("kernel_scorecard", "wins")
     preview = materialized["provider_comparisons"]["preview"].value
     assert "| side |" in preview and "| win |" in preview and "| regression |" in preview
     checks = result.get_asset_check_evaluations()
-    assert len(checks) == sum(len(tables) for tables in db.CHECKS.values())
+    assert len(checks) == sum(len(tables) for tables in db.CHECKS.values()) + 1, "and database_file_intact"
     assert all(check.passed for check in checks)
+    assert all(spec.description for spec in statistics.check_specs)
+
+
+def test_a_database_damaged_in_place_fails_its_check_and_is_rebuilt(tmp_path: Path) -> None:
+    write_warehouse(tmp_path, fixture_runs())
+    resource = Warehouse(
+        warehouse_dir=str(tmp_path),
+        source="unused",
+        branch="main",
+        file_glob="*.csv",
+        cache_dir=str(tmp_path / "cache"),
+        baselines=list(BASELINES),
+    )
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([statistics], resources={"warehouse": resource}, instance=instance).success
+    bit_rot(db.database_path(tmp_path))
+    result = dg.materialize([statistics], resources={"warehouse": resource}, instance=instance)
+    assert result.success
+    intact = [check for check in result.get_asset_check_evaluations() if check.check_name == "database_file_intact"]
+    assert len(intact) == 1 and not intact[0].passed
+    assert str(db.database_path(tmp_path)) in intact[0].description
+    assert db.query(tmp_path, "SELECT count(*) FROM runs").rows == [(len(fixture_runs()),)]
 
 
 def test_statistics_depend_on_the_tables() -> None:

@@ -31,6 +31,9 @@ USAGE_ERRORS: tuple[type[Exception], ...] = (UsageError, SettingError, db.NoStat
 FAILURES: tuple[type[Exception], ...] = (UserError, db.WarehouseMissing, liger_csv.ExportError, duckdb.Error, instance.InstanceTaken)
 # What DuckDB raises on a file that is not what was written: cut short, or bytes that fail their checksum.
 DAMAGE: tuple[type[Exception], ...] = (duckdb.IOException, duckdb.SerializationException)
+# How DuckDB words a database file whose bytes changed after it was written (a plain duckdb.Error, whose
+# message names a block, not the file).
+CORRUPT_DATABASE = ("Corrupt database file", "does not match stored checksum")
 UNREADABLE_TABLE: tuple[type[Exception], ...] = (pl.exceptions.PolarsError, pa.ArrowException)
 
 
@@ -69,6 +72,9 @@ def outcome(exc: BaseException, warehouse: Path | None) -> tuple[int, str] | Non
         return 2, f"error: {one_line(str(exc))}"
     if isinstance(exc, UNREADABLE_TABLE) and warehouse is not None:
         return 1, f"error: {damaged_table(warehouse)}"
+    if isinstance(exc, duckdb.Error) and warehouse is not None and any(mark in str(exc) for mark in CORRUPT_DATABASE):
+        database = db.database_path(warehouse)
+        return 1, f"error: {database} is damaged (a block's checksum does not match): run {MATERIALIZE}, which rebuilds it"
     if isinstance(exc, DAMAGE):
         # DuckDB names the file it could not read (warehouse.duckdb, or a table's Parquet a view reads).
         return 1, f"error: {one_line(str(exc))}; if that file is damaged, run {MATERIALIZE}, which rebuilds it"

@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.assemble.checks import CheckOutcome
-from pipelines.core import display
+from pipelines.core import column_docs, display
 from pipelines.core.metadata import bounded_json, column_types, markdown_preview
 
 # The Dagster concurrency pool of every asset that writes the warehouse (its limit, 1, is in dagster.yaml):
@@ -36,15 +36,22 @@ def at_most_every(seconds: float, log: Callable[[str], None]) -> Callable[[str],
     return maybe
 
 
-def table_schema(schema: pl.Schema) -> dg.TableSchema:
-    return dg.TableSchema(columns=[dg.TableColumn(name, dtype) for name, dtype in column_types(schema)])
+def table_schema(schema: pl.Schema, table: str = "") -> dg.TableSchema:
+    """The column schema the UI shows, each column with its description (`column_docs`) where it has one."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(name, dtype, description=column_docs.column_description(table, name)) for name, dtype in column_types(schema)
+        ]
+    )
 
 
-def table_metadata(row_count: int, head: pl.DataFrame, schema: pl.Schema, preview_columns: list[str] | None = None) -> dict:
+def table_metadata(
+    row_count: int, head: pl.DataFrame, schema: pl.Schema, preview_columns: list[str] | None = None, table: str = ""
+) -> dict:
     """Metadata of a table from its row count and its first rows (never the whole table)."""
     return {
         "dagster/row_count": dg.MetadataValue.int(row_count),
-        "dagster/column_schema": table_schema(schema),
+        "dagster/column_schema": table_schema(schema, table),
         "preview": dg.MetadataValue.md(markdown_preview(head, preview_columns)),
     }
 

@@ -1,4 +1,8 @@
-"""Build warehouse.duckdb: the Parquet tables copied in (or viewed, PARQUET_VIEWS), then the statistics of SPEC section 6.
+"""Build warehouse.duckdb: the Parquet tables copied in, then the statistics of SPEC section 6.
+
+The file is self-contained (it reads no other file, so a copy of it alone answers every query), written
+in the storage format DuckDB 1.2 and later read (STORAGE_COMPATIBILITY), and carries the descriptions
+of its tables and columns as comments (`column_docs`).
 
 The statistics are SQL files in `sql/statistics/` (read through `sql_files`); this
 module only runs them. The database is built in a temporary file beside
@@ -22,13 +26,13 @@ from typing import NamedTuple
 
 import duckdb
 
-from pipelines.core import sql_files
-from pipelines.duck.db import PARQUET_VIEWS, SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path
+from pipelines.core import column_docs, sql_files
+from pipelines.duck.db import SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path, statistic_sql
 from pipelines.series import tables as series_tables
 from pipelines.storage import freshness, store
 
 # Loaded side by side, one connection each: runs alone takes as long as all the others.
-LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs" and table not in PARQUET_VIEWS))
+LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs"))
 # Temporary tables the statistics share, computed once per build and not kept in the file.
 INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
 # Long texts that are nearly all distinct, stored with zstd: DuckDB's default for text (dictionary
@@ -52,6 +56,7 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, i
         with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
             _load_tables(con, Path(warehouse_dir))
             _create_statistics(con, baselines)
+            _comment(con)
             counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
             con.execute("CHECKPOINT")
         store.fsync_file(temporary)
@@ -70,8 +75,40 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, i
 MEMORY_LIMIT = "1GB"
 
 
+# The oldest storage format that keeps ZSTD_COLUMNS (v1.0 and v1.1 have no zstd for text): the DuckDB
+# CLI and clients 1.2 and later open the file; DuckDB 2.0's own format ("version number 69") only 2.x.
+STORAGE_COMPATIBILITY = "v1.2.0"
+
+
 def _build_config(spill: Path) -> dict[str, str]:
-    return {"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)}
+    return {"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill), "storage_compatibility_version": STORAGE_COMPATIBILITY}
+
+
+def _comment(con: duckdb.DuckDBPyConnection) -> None:
+    """Every table's, view's and column's description as its comment, which a SQL client shows."""
+    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'").fetchall())
+    for name, kind in kinds.items():
+        noun = "VIEW" if kind == "VIEW" else "TABLE"
+        text = table_description(name)
+        if text:
+            con.execute(f'COMMENT ON {noun} "{name}" IS {_literal(text)}')
+        for (column,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall():
+            text = column_docs.column_description(name, column)
+            if text:
+                con.execute(f'COMMENT ON COLUMN "{name}"."{column}" IS {_literal(text)}')
+
+
+def table_description(name: str) -> str | None:
+    """A table's description, a statistic's or a view's: the header of the SQL that makes it."""
+    if name in STATISTICS:
+        return sql_files.description(statistic_sql(name))
+    if f"views/{name}" in sql_files.names("views"):
+        return sql_files.description(f"views/{name}")
+    return column_docs.table_description(name)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 STATE = "_statistics_state.json"
@@ -95,25 +132,48 @@ class DatabaseBuild(NamedTuple):
     rebuilt: bool
     row_counts: dict[str, int]
     fingerprint: str  # inputs_fingerprint of what the database holds
+    damaged: str | None = None  # why the file found was not the one the last build wrote, when it was rebuilt for that
 
 
 def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> DatabaseBuild:
     """The database is rebuilt only when its inputs changed since the last build, or the file is not the
-    one that build wrote (replaced, truncated, overwritten) or does not open."""
+    one that build wrote (replaced, truncated, overwritten, or a byte changed in place: its sha256 is kept)."""
     state_path = Path(warehouse_dir) / STATE
     fingerprint = inputs_fingerprint(Path(warehouse_dir), baselines)
     state = store.read_state(state_path)
     target = database_path(warehouse_dir)
-    if (
-        state.get("fingerprint") == fingerprint
-        and isinstance(state.get("row_counts"), dict)
-        and state.get("database") == freshness.file_states([target])
-        and _opens(target)
-    ):
-        return DatabaseBuild(False, state["row_counts"], fingerprint)
+    damaged = None
+    if state.get("fingerprint") == fingerprint and isinstance(state.get("row_counts"), dict) and target.is_file():
+        damaged = intact(target, state)
+        if damaged is None:
+            return DatabaseBuild(False, state["row_counts"], fingerprint)
     counts = build_database(warehouse_dir, baselines)
-    store.write_json_atomic(state_path, {"fingerprint": fingerprint, "row_counts": counts, "database": freshness.file_states([target])})
-    return DatabaseBuild(True, counts, fingerprint)
+    store.write_json_atomic(
+        state_path,
+        {"fingerprint": fingerprint, "row_counts": counts, "database": freshness.file_states([target]), "sha256": file_sha256(target)},
+    )
+    return DatabaseBuild(True, counts, fingerprint, damaged)
+
+
+def intact(target: Path, state: dict) -> str | None:
+    """None when `target` is the file the last build wrote (its sha256, read whole); else what differs, naming it.
+
+    Bit rot or a copy tool can change bytes and keep the size and time, so the identity alone does not tell.
+    """
+    if state.get("sha256") is None:
+        return (
+            None
+            if state.get("database") == freshness.file_states([target]) and _opens(target)
+            else f"{target} is not the file the last build wrote"
+        )
+    if file_sha256(target) != state["sha256"]:
+        return f"{target} is damaged (its sha256 differs from the one its build recorded)"
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _opens(path: Path) -> bool:
@@ -149,19 +209,16 @@ def _parquet_source(warehouse_dir: Path, table: str) -> str:
 
 
 def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
-    """Copy the Parquet tables in, runs in run_id order, and make PARQUET_VIEWS views over their files.
+    """Copy the Parquet tables in, runs in run_id order.
 
-    Copied rather than viewed, so that the statistics and the common queries read no other file
-    and readers of runs never see Parquet that a later run rewrote under them. Each copy runs on one
+    Copied rather than viewed, so that the file reads no other (a copy of it alone answers every query;
+    a view names its Parquet by a path that DuckDB resolves against the reader's folder, not the file's)
+    and readers never see Parquet that a later run rewrote under them. Each copy runs on one
     thread, the shares side by side: a copy on several threads keeps the file's row order only
     by rewriting its row groups at the next checkpoint, which costs as much again.
     The statistics rely on runs' row order (see `history_key` in sql/macros.sql).
     """
     sources = {table: _parquet_source(warehouse_dir.resolve(), table) for table in TABLES}
-    for table in PARQUET_VIEWS:
-        # A literal, not a parameter: a view keeps its text. Absolute, so it reads from any folder.
-        path = sources[table].replace("'", "''")
-        con.execute(f"CREATE VIEW \"{table}\" AS SELECT * FROM read_parquet('{path}', union_by_name = true)")
     con.execute("SET threads = 1")
 
     def load(tables: tuple[str, ...]) -> None:

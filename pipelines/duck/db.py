@@ -17,12 +17,6 @@ from pipelines.core import schemas, sql_files
 DATABASE_NAME = "warehouse.duckdb"
 
 TABLES: tuple[str, ...] = tuple(schemas.TABLES)
-# Tables held as views over their Parquet files rather than copied in: no statistic reads them, and their
-# files are in run_id order with run_id min/max statistics, so a lookup by run_id reads one row group. At
-# 1M runs copying them took over a third of the build, and a query through the view costs about what it
-# costs on a copy (the README's Performance section has the figures). runs is copied: the statistics
-# rely on its row order (rowid) and every common query filters it.
-PARQUET_VIEWS: tuple[str, ...] = ("measurements", "run_snapshots", "quarantine")
 # Statistics stored as views: a view of runs costs no more to read than a copy of it would.
 VIEWS: tuple[str, ...] = ("run_noise",)
 # Statistics computed in Python (pipelines/series: SPEC section 8) from the series that sql/series/ reads,
@@ -94,13 +88,6 @@ def database_path(warehouse_dir: Path) -> Path:
     return Path(warehouse_dir) / DATABASE_NAME
 
 
-def parquet_view_paths(warehouse_dir: Path) -> tuple[list[str], list[str]]:
-    """(files, folders) the PARQUET_VIEWS read: a table is one file, or a folder of them (partitioned)."""
-    files = [warehouse_dir.resolve() / f"{table}.parquet" for table in PARQUET_VIEWS]
-    folders = [warehouse_dir.resolve() / table for table in PARQUET_VIEWS]
-    return [str(f) for f in files if f.is_file()], [f"{f}/" for f in folders if f.is_dir()]
-
-
 @contextlib.contextmanager
 def open_readonly(warehouse_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to warehouse.duckdb that can only read, closed on exit.
@@ -115,10 +102,7 @@ def open_readonly(warehouse_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     with duckdb.connect() as con:
         con.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(path)])
         con.execute("USE warehouse")
-        # A query needs no other file than the tables' Parquet files its views read: no other may be read or written.
-        paths, folders = parquet_view_paths(Path(warehouse_dir))
-        con.execute("SET allowed_paths = ?", [paths])
-        con.execute("SET allowed_directories = ?", [folders])
+        # The file holds every table: a query needs no other file, and none may be read or written.
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
         yield con

@@ -1,6 +1,6 @@
 import dagster as dg
 
-from pipelines.core import sql_files
+from pipelines.core import column_docs, sql_files
 from pipelines.core.metadata import format_cell, markdown_table
 from pipelines.defs.common import WRITERS, table_version
 from pipelines.defs.resources import Warehouse
@@ -10,6 +10,9 @@ GROUP = "statistics"
 PREVIEW_ROWS = 5
 CHECK_FAILURES_SHOWN = 10
 PREVIEW_CELL_MAX = 200  # wide enough for a whole run id
+# Whether the file found was the one its last build wrote: a warning, since the run rebuilds a damaged one.
+INTACT_CHECK = "database_file_intact"
+INTACT_ASSET = "provider_comparisons"
 
 
 def _spec(name: str) -> dg.AssetSpec:
@@ -35,7 +38,15 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
 @dg.multi_asset(
     name="statistics",
     specs=[_spec(name) for name in db.STATISTICS],
-    check_specs=[_check_spec(check, table) for check, tables in db.CHECKS.items() for table in tables],
+    check_specs=[
+        *(_check_spec(check, table) for check, tables in db.CHECKS.items() for table in tables),
+        dg.AssetCheckSpec(
+            INTACT_CHECK,
+            asset=INTACT_ASSET,
+            description="warehouse.duckdb is the file its last build wrote (its sha256 is compared): a damaged one "
+            "(bit rot, a copy tool, bytes changed in place) fails this check and is rebuilt from the tables in the same run.",
+        ),
+    ],
     pool=WRITERS,
 )
 def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
@@ -46,8 +57,10 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     """
     # The writer lock: the tables are read as one consistent set, never mid-commit.
     with warehouse.writing():
-        rebuilt, counts, inputs = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
+        rebuilt, counts, inputs, damaged = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
     database = db.database_path(warehouse.path)
+    if damaged:
+        context.log.warning(f"{damaged}: rebuilt it from the tables")
     context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
     with warehouse.reading() as reader:
         results = [
@@ -60,6 +73,13 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
         ]
         outcomes = reader.run_checks()
     yield from results
+    yield dg.AssetCheckResult(
+        asset_key=INTACT_ASSET,
+        check_name=INTACT_CHECK,
+        passed=damaged is None,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=f"{damaged}: rebuilt from the tables" if damaged else f"{database} is the file its build wrote",
+    )
     for outcome in outcomes:
         yield _check_result(outcome)
 
@@ -69,7 +89,9 @@ def _table_metadata(warehouse: Warehouse, reader: db.Session, name: str, row_cou
     preview = reader.preview(name, PREVIEW_ROWS)
     return {
         "dagster/row_count": row_count,
-        "dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(column, type_) for column, type_ in columns]),
+        "dagster/column_schema": dg.TableSchema(
+            columns=[dg.TableColumn(column, type_, description=column_docs.column_description(name, column)) for column, type_ in columns]
+        ),
         "preview": dg.MetadataValue.md(_markdown(preview.columns, preview.rows) if preview.rows else "_no rows_"),
         "database": dg.MetadataValue.path(str(db.database_path(warehouse.path))),
     }

@@ -3,21 +3,11 @@ import polars as pl
 
 from pipelines.assemble import checks
 from pipelines.assemble.build import TABLE_NAMES, build_tables
-from pipelines.core import schemas
+from pipelines.core import column_docs, schemas
 from pipelines.defs.common import WRITERS, check_result, table_metadata, table_version
 from pipelines.defs.resources import Warehouse
 from pipelines.ingest.steps import recorded_listing
 
-DESCRIPTIONS = {
-    "runs": "One row per distinct run (upstream key + timestamp), with its workload, digests, "
-    "canonical median and provenance (first and last snapshot, whether it is in the newest one).",
-    "measurements": "p20, p50 and p80 of every passed run, in canonical units (ns, bytes) beside the raw ones.",
-    "environments": "One row per GPU: vendor, product, form factor and architecture from the GPU catalog.",
-    "protocols": "One row per (metric, pass): how upstream's harness timed or measured it.",
-    "snapshots": "One row per (commit, file) version read, with its row accounting (SPEC section 5).",
-    "run_snapshots": "Which run each row of each snapshot is, by its 1-based row number.",
-    "quarantine": "Rows that could not be accepted, verbatim, with a reason a person can act on.",
-}
 PREVIEW_ROWS = 5
 PREVIEW = {
     "runs": ["run_id", "title", "value", "unit", "in_latest"],
@@ -32,15 +22,26 @@ CHECKS = [
     ("snapshots", "no_snapshot_rejected", checks.snapshots_rejected, dg.AssetCheckSeverity.WARN),
     ("environments", "catalogs_cover_data", checks.catalog_coverage, dg.AssetCheckSeverity.WARN),
 ]
+# What each check asserts, shown on the check in the UI.
+CHECK_DESCRIPTIONS = {
+    "run_id_unique": "Every run_id appears once in runs.",
+    "references_exist": "Every run's environment and protocol exist in their tables, and every measured run_id is a run.",
+    "quantiles_ordered": "p20 <= p50 <= p80 for every passed run's measurements.",
+    "every_row_accounted": "SPEC section 5: for every snapshot, row_count = accepted + quarantined, "
+    "every accepted row maps to one run and every quarantined row is held.",
+    "no_snapshot_rejected": "A warning, never blocking: the snapshots refused whole, each named with why (their rows are in quarantine).",
+    "catalogs_cover_data": "A warning: every GPU and kernel in the data is in the catalogs (pipelines/catalog/gpus.csv, kernels.csv).",
+}
 
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(name, description=DESCRIPTIONS[name], group_name="tables", deps=["raw_snapshots"], kinds={"parquet"})
+        dg.AssetSpec(name, description=column_docs.TABLES[name], group_name="tables", deps=["raw_snapshots"], kinds={"parquet"})
         for name in TABLE_NAMES
     ],
     check_specs=[
-        dg.AssetCheckSpec(check, asset=asset, blocking=severity == dg.AssetCheckSeverity.ERROR) for asset, check, _, severity in CHECKS
+        dg.AssetCheckSpec(check, asset=asset, blocking=severity == dg.AssetCheckSeverity.ERROR, description=CHECK_DESCRIPTIONS[check])
+        for asset, check, _, severity in CHECKS
     ],
     can_subset=False,
     pool=WRITERS,
@@ -56,7 +57,7 @@ def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
     if report.moved:
         context.log.warning(report.moved)
     for name in TABLE_NAMES:
-        metadata = table_metadata(report.row_counts[name], heads[name], schemas.TABLES[name], PREVIEW.get(name))
+        metadata = table_metadata(report.row_counts[name], heads[name], schemas.TABLES[name], PREVIEW.get(name), table=name)
         metadata["rewritten"] = dg.MetadataValue.bool(report.rewritten)
         # The same inputs make the same table: Dagster sees it unchanged, and what reads it not stale.
         yield dg.MaterializeResult(
