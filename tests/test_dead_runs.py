@@ -26,6 +26,22 @@ DAEMON_SECONDS = 300
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 
+def daemon_setup(upstream_repo, tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """(warehouse, DAGSTER_HOME whose run monitoring polls every 3 s, the daemon's environment)."""
+    warehouse = tmp_path / "warehouse"
+    home = instance_home(tmp_path)
+    yaml = home / "dagster.yaml"
+    yaml.write_text(yaml.read_text().replace("poll_interval_seconds: 30", "poll_interval_seconds: 3"))
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "WAREHOUSE_DIR": str(warehouse),
+        "LIGER_SOURCE": str(upstream_repo.path),
+        "LIGER_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    return warehouse, home, env
+
+
 def run_records(home: Path) -> list:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         return list(instance.get_run_records())
@@ -101,17 +117,7 @@ def test_the_daemon_fails_a_run_killed_with_everything_and_the_next_run_succeeds
     server, the run's worker and steps), as in a reboot. The restarted daemon's run monitoring marks the run
     failed with the reason, and the next requested run is launched and succeeds."""
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
-    warehouse = tmp_path / "warehouse"
-    home = instance_home(tmp_path)
-    yaml = home / "dagster.yaml"
-    yaml.write_text(yaml.read_text().replace("poll_interval_seconds: 30", "poll_interval_seconds: 3"))
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "WAREHOUSE_DIR": str(warehouse),
-        "LIGER_SOURCE": str(upstream_repo.path),
-        "LIGER_CACHE_DIR": str(tmp_path / "cache"),
-    }
+    warehouse, home, env = daemon_setup(upstream_repo, tmp_path)
     bin_dir = Path(sys.executable).parent
 
     def start_daemon(log: Path) -> subprocess.Popen:
@@ -199,17 +205,7 @@ def test_a_daemon_run_whose_worker_is_killed_leaves_no_step_writing_after_it_fai
     """Only the run's worker is killed (the daemon lives on): its step processes die with it, so after run
     monitoring fails the run nothing of it writes, not even once the lock it waited for is free."""
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
-    warehouse = tmp_path / "warehouse"
-    home = instance_home(tmp_path)
-    yaml = home / "dagster.yaml"
-    yaml.write_text(yaml.read_text().replace("poll_interval_seconds: 30", "poll_interval_seconds: 3"))
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "WAREHOUSE_DIR": str(warehouse),
-        "LIGER_SOURCE": str(upstream_repo.path),
-        "LIGER_CACHE_DIR": str(tmp_path / "cache"),
-    }
+    warehouse, home, env = daemon_setup(upstream_repo, tmp_path)
     log = tmp_path / "daemon.log"
     with open(log, "wb") as output:
         daemon = subprocess.Popen(

@@ -13,6 +13,7 @@ from functools import cached_property
 import polars as pl
 
 from pipelines.core.backends import backend_of
+from pipelines.ingest.normalize_describe import SOURCES
 from pipelines.ingest.source_types import Listing
 from pipelines.ingest.staging import SnapshotMeta
 
@@ -74,14 +75,6 @@ class History:
                 (m.snapshot_id, m.source, m.source_file, m.stream, backend_of(m.source_file, m.stream), m.benchmarked_commit, m.release)
                 for m in self.staged
             ],
-            schema={
-                "snapshot_id": pl.String,
-                "source": pl.String,
-                "source_file": pl.String,
-                "stream": pl.String,
-                "backend": pl.String,
-                "benchmarked_commit": pl.String,
-                "release": pl.String,
-            },
+            schema=SOURCES,
             orient="row",
         )

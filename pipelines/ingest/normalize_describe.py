@@ -9,6 +9,20 @@ import polars as pl
 from pipelines.core.canonical import NAME_MAX_CHARS
 from pipelines.ingest.normalize_cache import DistinctCache
 
+# What `describe` takes from each snapshot: its source, file, stream and backend for the runs first seen in it, its
+# CI folder's benchmarked commit and release for the runs whose first CI snapshot it is.
+SOURCES = pl.Schema(
+    {
+        "snapshot_id": pl.String,
+        "source": pl.String,
+        "source_file": pl.String,
+        "stream": pl.String,
+        "backend": pl.String,
+        "benchmarked_commit": pl.String,
+        "release": pl.String,
+    }
+)
+
 
 def _group_json() -> pl.Expr:
     """The canonical JSON that `group_id` hashes, built per row: keys in sorted order, the digests

@@ -14,7 +14,7 @@ import polars as pl
 from pipelines.core.backends import backend_of
 from pipelines.ingest.normalize import normalize
 from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.normalize_describe import describe
+from pipelines.ingest.normalize_describe import SOURCES, describe
 from pipelines.ingest.parse import iter_records
 from pipelines.ingest.parse_fast import FastPathRefused
 from pipelines.ingest.parse_header import NotLigerCsv, read_header
@@ -92,15 +92,7 @@ def read_contender(path: Path, backend: str | None = None, gpu: str | None = Non
         raise BadContender(f"{path} is not a Liger benchmark CSV: {exc}") from None
     sources = pl.DataFrame(
         [(snapshot_id, str(path), path.name, STREAM, backend or backend_of(path.name, STREAM), None, None)],
-        schema={
-            "snapshot_id": pl.String,
-            "source": pl.String,
-            "source_file": pl.String,
-            "stream": pl.String,
-            "backend": pl.String,
-            "benchmarked_commit": pl.String,
-            "release": pl.String,
-        },
+        schema=SOURCES,
         orient="row",
     )
     # One run per run id, as the warehouse keeps it: the first row that wrote it.
