@@ -217,6 +217,19 @@ def quote(text: str, always: bool) -> str:
     return text
 
 
+RUN_KEY = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "metric_name",
+    "x_name",
+    "x_value",
+    "extra_benchmark_config_str",
+    "gpu_name",
+    "timestamp",
+)
+
+
 @st.composite
 def csv_files(draw, min_rows: int = 0, max_rows: int = 8) -> CsvFile:
     columns = list(COLUMNS)
@@ -230,7 +243,11 @@ def csv_files(draw, min_rows: int = 0, max_rows: int = 8) -> CsvFile:
         renamed = RENAMES[rejected_for] if draw(st.booleans()) else None
         columns = [renamed if c == rejected_for else c for c in columns if c != rejected_for or renamed]
     extras = draw(st.lists(st.sampled_from(EXTRA_COLUMNS), unique=True, max_size=2))
-    generated = draw(st.lists(rows(), min_size=min_rows, max_size=max_rows))
+    # A run key and timestamp at most once per file: a repeat with other values is a conflict (SPEC section 5), whose
+    # own property and oracle are in test_accounting_conflicts.
+    generated = draw(
+        st.lists(rows(), min_size=min_rows, max_size=max_rows, unique_by=lambda row: tuple(row.values.get(k) for k in RUN_KEY))
+    )
     for row in generated:
         row.extras = {name: draw(awkward_text) for name in extras}
     always_quote = draw(st.booleans())

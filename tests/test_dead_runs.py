@@ -151,7 +151,7 @@ def test_the_daemon_fails_a_run_killed_with_everything_and_the_next_run_succeeds
     try:
         launched = subprocess.run(
             # The partition the sensor registered for the killed run, staged again by this one.
-            [str(bin_dir / "dagster"), "job", "launch", "-m", "pipelines.definitions", "-j", "ingest_everything"]
+            [str(bin_dir / "dagster"), "job", "launch", "-j", "ingest_everything"]
             + ["--tags", json.dumps({"dagster/partition": f"{git(upstream_repo.path, 'rev-parse', 'HEAD')[:12]}/all_benchmark_data.csv"})],
             cwd=settings.PROJECT_ROOT,
             env=env,

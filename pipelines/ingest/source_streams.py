@@ -39,11 +39,10 @@ class GitStreams:
         self.absent: list[str] = []
 
     def remote_head(self) -> str | None:
-        """The heads of every stream's branch, joined: it moves when any of them does."""
-        heads = [self._head(stream) for stream in self.streams]
-        if all(head is None for head in heads):
-            return None
-        return "+".join(head or "none" for head in heads)
+        """The heads of the streams' branches that exist, joined: it moves when any of them does (a branch that
+        appears too). One stream's head is its commit, as a single branch's is."""
+        heads = [head for head in (self._head(stream) for stream in self.streams) if head]
+        return "+".join(heads) or None
 
     def _head(self, stream: Stream) -> str | None:
         head = self.sources[stream.name].remote_head()
@@ -69,9 +68,13 @@ class GitStreams:
             listings[stream.name] = self.sources[stream.name].listing()
         if not listings:
             raise SourceError(f"none of the streams {', '.join(s.name for s in self.streams)} could be read from {self.source!r}")
-        merged = heapq.merge(*(listing.snapshots for listing in listings.values()), key=lambda ref: ref.committed_at or _NEVER)
-        snapshots = tuple(replace(ref, sequence=number) for number, ref in enumerate(merged, 1))
-        head = "+".join(listings[s.name].head or "none" if s.name in listings else "none" for s in self.streams)
+        if len(listings) == 1:
+            # One stream read (the other off, or a branch the repository lacks): its history as a single branch lists it.
+            [snapshots] = [listing.snapshots for listing in listings.values()]
+        else:
+            merged = heapq.merge(*(listing.snapshots for listing in listings.values()), key=lambda ref: ref.committed_at or _NEVER)
+            snapshots = tuple(replace(ref, sequence=number) for number, ref in enumerate(merged, 1))
+        head = "+".join(listing.head for listing in listings.values() if listing.head) or None
         files = tuple(sorted(f for listing in listings.values() for f in listing.files_at_head))
         at_head = tuple(s for listing in listings.values() for s in (listing.head_snapshots or ()))
         return Listing(head=head, snapshots=snapshots, files_at_head=files, head_snapshots=at_head)
