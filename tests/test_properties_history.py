@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HEADER
-from generated_csv import COLUMNS, PROFILE, Row, row_line, rows
+from generated_csv import COLUMNS, PROFILE, RUN_KEY, Row, row_line, rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from robustness_tally import trial
@@ -31,20 +31,7 @@ def histories(draw) -> list[list[Row]]:
 
 
 def run_key(values: dict[str, str]) -> tuple[str, ...]:
-    return tuple(values[c] for c in RUN_KEY_COLUMNS)
-
-
-RUN_KEY_COLUMNS = (
-    "kernel_name",
-    "kernel_provider",
-    "kernel_operation_mode",
-    "metric_name",
-    "x_name",
-    "x_value",
-    "extra_benchmark_config_str",
-    "gpu_name",
-    "timestamp",
-)
+    return tuple(values[c] for c in RUN_KEY)
 
 
 @pytest.mark.slow
@@ -69,6 +56,6 @@ def test_a_history_of_snapshots_gives_one_run_per_key_with_its_provenance(versio
         assert runs.height == len(seen)
         latest = frames["snapshots"]["snapshot_id"][-1]
         for run in runs.iter_rows(named=True):
-            key = tuple(run[RAW_FIELD[c]] for c in RUN_KEY_COLUMNS)
+            key = tuple(run[RAW_FIELD[c]] for c in RUN_KEY)
             assert (run["first_seen_snapshot"], run["last_seen_snapshot"]) == (seen[key][0], seen[key][-1])
             assert run["in_latest"] == (latest in seen[key])
