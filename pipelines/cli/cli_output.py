@@ -124,27 +124,12 @@ def write_file(path: Path, data: bytes) -> None:
 
 
 def replace_keeping_mode(path: Path, data: bytes) -> None:
-    """Write `path` atomically; a file already there keeps its permissions (and owner, where this user may give
-    it): the new file is made with them before it is renamed into place, never looser for a moment."""
+    """Write `path` atomically; a file already there keeps its permissions and owner (store.write_bytes_atomic)."""
     try:
         before = path.stat()
     except (FileNotFoundError, NotADirectoryError):
-        store.write_bytes_atomic(path, data)
-        return
-    tmp = store.temp_path(path)
-    try:
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
-            with contextlib.suppress(PermissionError):
-                os.fchown(handle.fileno(), before.st_uid, before.st_gid)
-            os.fchmod(handle.fileno(), stat.S_IMODE(before.st_mode))
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    store.fsync_dir(path.parent)
+        before = None
+    store.write_bytes_atomic(path, data, like=before)
 
 
 def check_output_folder(folder: Path, pattern: str) -> None:

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,11 +89,17 @@ def temp_path(final: Path) -> Path:
     return final.with_name(f".{final.name}{TMP_MARK}{secrets.token_hex(6)}")
 
 
-def write_bytes_atomic(final: Path, data: bytes) -> None:
+def write_bytes_atomic(final: Path, data: bytes, like: os.stat_result | None = None) -> None:
+    """Write `final` whole or not at all. With `like` (the file it replaces), the new file is made with that file's
+    permissions (and owner, where this user may give it) before it is renamed into place, never looser for a moment."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(final)
     try:
-        with open(tmp, "wb") as handle:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 if like is None else 0o600), "wb") as handle:
+            if like is not None:
+                with contextlib.suppress(PermissionError):
+                    os.fchown(handle.fileno(), like.st_uid, like.st_gid)
+                os.fchmod(handle.fileno(), stat.S_IMODE(like.st_mode))
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
