@@ -62,7 +62,8 @@ def check_same_source(warehouse: Path, source_settings: SourceSettings) -> None:
     would be merged silently (its tables, `in_latest` and exports would mix both). The same source
     spelled differently (a relative and an absolute path, a file URL) is the same source; another
     branch, stream or file pattern of it is another source (SPEC section 1)."""
-    recorded = _recorded_source(warehouse)
+    raw = store.read_state(warehouse / LISTING)
+    recorded = _recorded_source(warehouse, raw)
     if recorded is None:
         return
     shown, key = recorded
@@ -71,7 +72,6 @@ def check_same_source(warehouse: Path, source_settings: SourceSettings) -> None:
             f"the warehouse {warehouse} holds the source {shown!r}, not LIGER_SOURCE {source_settings.source!r}: one warehouse holds "
             f"one source; set WAREHOUSE_DIR to another folder for the new source, or delete {warehouse} to rebuild it from the new one"
         )
-    raw = store.read_state(warehouse / LISTING)
     # A listing written before streams were recorded names its source only: it is taken as this one's.
     if isinstance(raw.get("identity"), dict) and raw["identity"] != source_settings.identity():
         raise SourceError(
@@ -81,9 +81,8 @@ def check_same_source(warehouse: Path, source_settings: SourceSettings) -> None:
         )
 
 
-def _recorded_source(warehouse: Path) -> tuple[str, str] | None:
-    """(as given, normalized) of the source recorded in the listing, else of a staged snapshot; None for a new warehouse."""
-    raw = store.read_state(warehouse / LISTING)
+def _recorded_source(warehouse: Path, raw: dict) -> tuple[str, str] | None:
+    """(as given, normalized) of the source recorded in the listing `raw`, else of a staged snapshot; None for a new warehouse."""
     if isinstance(raw.get("source"), str):
         return raw["source"], raw.get("source_key") or normalized_source(raw["source"])
     # No listing yet (or a damaged one): the staged snapshots say which source they came from.
