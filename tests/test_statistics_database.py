@@ -159,16 +159,21 @@ def test_checks_catch_broken_statistics(warehouse_dir: Path) -> None:
 # --- Dagster ----------------------------------------------------------------------------------
 
 
-def test_statistics_assets_materialize_with_checks(tmp_path: Path) -> None:
-    write_warehouse(tmp_path, fixture_runs())
-    resource = Warehouse(
-        warehouse_dir=str(tmp_path),
+def statistics_resource(warehouse: Path) -> Warehouse:
+    """A warehouse resource for the statistics asset alone (no source is read)."""
+    return Warehouse(
+        warehouse_dir=str(warehouse),
         source="unused",
         branch="main",
         file_glob="*.csv",
-        cache_dir=str(tmp_path / "cache"),
+        cache_dir=str(warehouse / "cache"),
         baselines=list(BASELINES),
     )
+
+
+def test_statistics_assets_materialize_with_checks(tmp_path: Path) -> None:
+    write_warehouse(tmp_path, fixture_runs())
+    resource = statistics_resource(tmp_path)
     result = dg.materialize([statistics], resources={"warehouse": resource}, instance=dg.DagsterInstance.ephemeral())
     assert result.success
     materialized = {event.asset_key.to_user_string(): event.materialization.metadata for event in result.get_asset_materialization_events()}
@@ -191,14 +196,7 @@ def test_statistics_assets_materialize_with_checks(tmp_path: Path) -> None:
 
 def test_a_database_damaged_in_place_fails_its_check_and_is_rebuilt(tmp_path: Path) -> None:
     write_warehouse(tmp_path, fixture_runs())
-    resource = Warehouse(
-        warehouse_dir=str(tmp_path),
-        source="unused",
-        branch="main",
-        file_glob="*.csv",
-        cache_dir=str(tmp_path / "cache"),
-        baselines=list(BASELINES),
-    )
+    resource = statistics_resource(tmp_path)
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([statistics], resources={"warehouse": resource}, instance=instance).success
     bit_rot(db.database_path(tmp_path))
