@@ -11,12 +11,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import HEADER, UpstreamRepo, build_warehouse, liger_row
-from generated_csv import COLUMNS, PROFILE, Row, row_line, rows
+from generated_csv import COLUMNS, PROFILE, RUN_KEY, Row, row_line, rows
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from robustness_tally import trial
 from snapshot_oracle import RAW_FIELD, assemble_and_check, scratch, stage
-from test_properties_history import RUN_KEY_COLUMNS
 
 from pipelines.__main__ import main
 from pipelines.assemble import checks, external_sort
@@ -160,7 +159,7 @@ def test_any_history_of_reruns_quarantines_exactly_the_conflicts_and_rebuilds(ve
             for number, row in enumerate(version, 1):
                 if row.expect != "accept":
                     continue
-                key = tuple(row.values[c] for c in RUN_KEY_COLUMNS)
+                key = tuple(row.values[c] for c in RUN_KEY)
                 seen = first.setdefault(key, (measured(row.values), meta.snapshot_id))
                 if seen[0] != measured(row.values):
                     expected[meta.snapshot_id, number] = seen[1]
@@ -176,7 +175,7 @@ def test_any_history_of_reruns_quarantines_exactly_the_conflicts_and_rebuilds(ve
         assert runs.height == len(first)
         for run in runs.iter_rows(named=True):
             values = {c: run[RAW_FIELD[c]] or "" for c in COLUMNS}
-            key = tuple(values[c] for c in RUN_KEY_COLUMNS)
+            key = tuple(values[c] for c in RUN_KEY)
             assert (measured(values), run["first_seen_snapshot"]) == first[key], "a run keeps the values first seen"
         for snapshot_id, data in files.items():
             snapshot = liger_csv_export.resolve_snapshot(warehouse, snapshot_id)
