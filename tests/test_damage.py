@@ -266,8 +266,14 @@ def test_a_damaged_build_manifest_means_a_rebuild(clean, tmp_path, stage, damage
     assert json.loads(manifest.read_text())["result"]["row_counts"]
 
 
+def without_database_builds(warehouse: Path) -> None:
+    """As if the database had never been built from these tables: its next build reads every table."""
+    shutil.rmtree(warehouse / builds.BUILDS / versions.STAGE)
+
+
 def test_a_damaged_table_is_named_when_the_statistics_run_alone(clean, tmp_path):
     warehouse, _ = clean.copy(tmp_path / "w")
+    without_database_builds(warehouse)
     truncated(warehouse / "runs.parquet")
     with pytest.raises(store.DamagedFile) as caught:
         publish.build_database_if_changed(warehouse, BASELINES)
@@ -281,6 +287,7 @@ def test_a_table_damaged_inside_is_named_by_the_statistics_and_rebuilt_by_the_ne
     pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
     data[4:pages_end] = os.urandom(pages_end - 4)
     table.write_bytes(bytes(data))
+    without_database_builds(warehouse)
     with pytest.raises(store.DamagedFile) as caught:
         publish.build_database_if_changed(warehouse, BASELINES)
     assert_one_clear_line(str(caught.value), str(table))
