@@ -149,3 +149,29 @@ def test_a_change_makes_exactly_its_dependents_stale_and_the_next_run_rebuilds_e
     finally:
         monkeypatch.undo()
         reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+
+
+@pytest.mark.slow
+def test_a_file_deleted_by_hand_fails_its_builds_check_and_the_next_run_builds_it_again(upstream_repo, tmp_path, monkeypatch):
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9"))}, "one")
+    definitions = load_defs(monkeypatch, tmp_path / "warehouse", upstream_repo.path, tmp_path / "cache")
+    warehouse = tmp_path / "warehouse"
+    check_job = definitions.resolve_job_def("check_builds")
+    with dg.instance_for_test() as instance:
+        assert ingest(definitions, instance).success
+        assert all(e.passed for e in check_job.execute_in_process(instance=instance).get_asset_check_evaluations())
+        [bmf_file] = (warehouse / "exports" / "bmf").glob("*.json")
+        bmf_file.unlink()
+        (warehouse / "report").unlink()
+        failed = {
+            e.asset_key.to_user_string(): e
+            for e in check_job.execute_in_process(instance=instance).get_asset_check_evaluations()
+            if not e.passed
+        }
+        assert failed.keys() == {"bmf_exports", "report"}
+        assert f"{bmf_file.name} was deleted" in failed["bmf_exports"].description
+        assert str(warehouse / "report") in failed["report"].description
+        assert stale(definitions, instance) == set(), "Dagster alone cannot see it: the check is what says so"
+        assert ingest(definitions, instance).success
+        assert bmf_file.is_file() and (warehouse / "report" / "index.html").is_file()
+        assert all(e.passed for e in check_job.execute_in_process(instance=instance).get_asset_check_evaluations())

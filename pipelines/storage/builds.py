@@ -124,6 +124,21 @@ class Stage:
             _link(self.warehouse / published, os.path.relpath(target, (self.warehouse / published).parent))
         self._prune()
 
+    def problem(self, links: Mapping[str, str] | None = None) -> str | None:
+        """What is wrong with what readers see of this stage, or None: no build published, a file of the published
+        one deleted or resized, or a published path deleted or pointing elsewhere (the next run puts each right)."""
+        current = self.current()
+        if current is None:
+            return f"no {self.name} build is published in {self.root} (or its `{CURRENT}` link was deleted)"
+        damage = current.damage()
+        if damage is not None:
+            return damage
+        for published, inside in (links or {}).items():
+            path = self.warehouse / published
+            if not path.exists() or path.resolve() != (current.content / inside).resolve():
+                return f"{path} was deleted or replaced: it is not the published {self.name} build's"
+        return None
+
     def _prune(self) -> None:
         kept = {os.readlink(self.root / name) for name in (CURRENT, PREVIOUS) if (self.root / name).is_symlink()}
         for folder in self.root.iterdir():
