@@ -145,16 +145,26 @@ def liger_row(
     x_label: str = "hidden size",
     x_value: str = "1024",
     y50: str = "0.5",
-    y20: str = "0.4",
-    y80: str = "0.6",
+    y20: str | None = None,
+    y80: str | None = None,
     config: str = '{"M": 2048, "dtype": "torch.bfloat16"}',
     gpu: str = "NVIDIA A100-SXM4-80GB",
     timestamp: str = "2025-01-01 10:00:00",
     version: str = "0.5.0",
 ) -> str:
-    """One CSV line in upstream's format (the config is quoted as upstream's csv writer quotes it)."""
+    """One CSV line in upstream's format (the config is quoted as upstream's csv writer quotes it). Unless given,
+    y20 is 0.4 and y80 0.6, or y50 itself where that would put the quantiles out of order (a row then quarantined)."""
+    y20 = y20 if y20 is not None else _bound(y50, "0.4", min)
+    y80 = y80 if y80 is not None else _bound(y50, "0.6", max)
     quoted = '"' + config.replace('"', '""') + '"'
     return ",".join([kernel, provider, mode, metric, unit, x_name, x_label, x_value, y50, y20, y80, quoted, gpu, timestamp, version])
+
+
+def _bound(y50: str, default: str, pick) -> str:
+    try:
+        return y50 if pick(float(y50), float(default)) == float(y50) and float(y50) != float(default) else default
+    except ValueError:
+        return default
 
 
 def liger_csv(*rows: str) -> str:

@@ -20,7 +20,7 @@ from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 from pipelines.assemble import checks
 from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.core import settings
-from pipelines.duck import database_build, db
+from pipelines.duck import db, publish
 from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
@@ -35,7 +35,7 @@ INGEST = """
 import sys
 from pathlib import Path
 from pipelines.core import settings
-from pipelines.duck import database_build, db
+from pipelines.duck import database_build, db, publish
 from pipelines.storage import store
 from pipelines.assemble.build import build_tables
 from pipelines.ingest.source_settings import SourceSettings
@@ -58,7 +58,7 @@ with store.writer_lock(warehouse):
     build_tables(warehouse, listing)
 phase("database")
 with store.writer_lock(warehouse):
-    database_build.build_database_if_changed(warehouse, settings.DEFAULT_BASELINES)
+    publish.build_database_if_changed(warehouse, settings.DEFAULT_BASELINES)
 phase("done")
 """
 
@@ -97,7 +97,7 @@ def ingest_now(warehouse: Path, cache: Path, source: str) -> None:
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)
         build_tables(warehouse, listing)
-        database_build.build_database_if_changed(warehouse, BASELINES)
+        publish.build_database_if_changed(warehouse, BASELINES)
 
 
 def read_tables(warehouse: Path) -> dict[str, pl.DataFrame]:

@@ -77,7 +77,7 @@ class Page(HTMLParser):
 
 
 def site_pages(folder: Path) -> dict[Path, Page]:
-    return {path.resolve(): Page(path) for path in sorted(folder.rglob("*.html"))}
+    return {path.resolve(): Page(path.resolve()) for path in sorted(folder.rglob("*.html"))}
 
 
 class TableReader(HTMLParser):

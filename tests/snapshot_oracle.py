@@ -56,7 +56,9 @@ def assemble_and_check(warehouse: Path, quantiles_ordered: bool = True) -> dict[
     """Assemble and commit the tables, then hold them to SPEC section 5 and the contract checks
     (quantile order too, unless the input's y values may come in any order)."""
     frames = tables.assemble(warehouse, None)
-    store.commit_tables(warehouse, frames)
+    # Written as plain files, not a published build: the oracle judges tables the blocking checks may refuse.
+    for name, frame in frames.items():
+        store.write_parquet(frame, warehouse / f"{name}.parquet")
     snaps, mapped, held = frames["snapshots"], frames["run_snapshots"], frames["quarantine"]
     for snap in snaps.iter_rows(named=True):
         assert snap["row_count"] == snap["accepted"] + snap["quarantined"]

@@ -17,14 +17,14 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
 from pipelines.assemble import checks, tables
-from pipelines.assemble.build import TABLE_NAMES, build_tables
+from pipelines.assemble.build import STAGE, TABLE_NAMES, build_tables
 from pipelines.core import settings
-from pipelines.duck import database_build, db
+from pipelines.duck import db, publish, versions
 from pipelines.ingest import staging
 from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import LISTING, recorded_listing, stage_new, sync
 from pipelines.ingest.upstream_changes import check_upstream
-from pipelines.storage import store
+from pipelines.storage import builds, store
 
 # Slow tier (every kind of damage to every file, each followed by the next run): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -59,7 +59,7 @@ def run_next(warehouse: Path, cache: Path, source: str) -> None:
     with store.writer_lock(warehouse):
         build_tables(warehouse, recorded_listing(warehouse))
     with store.writer_lock(warehouse):
-        database_build.build_database_if_changed(warehouse, BASELINES)
+        publish.build_database_if_changed(warehouse, BASELINES)
 
 
 def read_tables(warehouse: Path) -> dict[str, pl.DataFrame]:
@@ -215,7 +215,7 @@ def test_a_staged_part_damaged_inside_is_named_then_staged_again(clean, tmp_path
     pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
     data[4:pages_end] = os.urandom(pages_end - 4)
     part.write_bytes(bytes(data))
-    (warehouse / tables.STATE).unlink()  # the tables are assembled again, reading every part
+    shutil.rmtree(warehouse / builds.BUILDS / STAGE)  # the tables are assembled again, reading every part
     with pytest.raises(store.DamagedFile) as caught:
         run_next(warehouse, cache, clean.source)
     assert_one_clear_line(str(caught.value), str(part))
@@ -247,29 +247,36 @@ def test_a_damaged_listing_is_synced_again(clean, tmp_path, damage):
     clean.assert_equal(warehouse)
 
 
-STATE_DAMAGES = {
+MANIFEST_DAMAGES = {
     "truncated": truncated,
     "garbage": garbage,
     "a list": lambda path: path.write_text("[1]"),
-    "no row counts": lambda path: path.write_text(json.dumps({"fingerprint": json.loads(path.read_text())["fingerprint"]})),
+    "no files": lambda path: path.write_text(json.dumps({"key": json.loads(path.read_text())["key"]})),
 }
 
 
-@pytest.mark.parametrize("damage", STATE_DAMAGES)
-@pytest.mark.parametrize("state", [tables.STATE, database_build.STATE])
-def test_a_damaged_state_file_means_a_rebuild(clean, tmp_path, state, damage):
+@pytest.mark.parametrize("damage", MANIFEST_DAMAGES)
+@pytest.mark.parametrize("stage", [STAGE, versions.STAGE])
+def test_a_damaged_build_manifest_means_a_rebuild(clean, tmp_path, stage, damage):
     warehouse, cache = clean.copy(tmp_path / "w")
-    STATE_DAMAGES[damage](warehouse / state)
+    manifest = warehouse / builds.BUILDS / stage / builds.CURRENT / builds.MANIFEST
+    MANIFEST_DAMAGES[damage](manifest)
     run_next(warehouse, cache, clean.source)
     clean.assert_equal(warehouse)
-    json.loads((warehouse / state).read_text())["row_counts"]
+    assert json.loads(manifest.read_text())["result"]["row_counts"]
+
+
+def without_database_builds(warehouse: Path) -> None:
+    """As if the database had never been built from these tables: its next build reads every table."""
+    shutil.rmtree(warehouse / builds.BUILDS / versions.STAGE)
 
 
 def test_a_damaged_table_is_named_when_the_statistics_run_alone(clean, tmp_path):
     warehouse, _ = clean.copy(tmp_path / "w")
+    without_database_builds(warehouse)
     truncated(warehouse / "runs.parquet")
     with pytest.raises(store.DamagedFile) as caught:
-        database_build.build_database_if_changed(warehouse, BASELINES)
+        publish.build_database_if_changed(warehouse, BASELINES)
     assert_one_clear_line(str(caught.value), str(warehouse / "runs.parquet"))
 
 
@@ -280,8 +287,9 @@ def test_a_table_damaged_inside_is_named_by_the_statistics_and_rebuilt_by_the_ne
     pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
     data[4:pages_end] = os.urandom(pages_end - 4)
     table.write_bytes(bytes(data))
+    without_database_builds(warehouse)
     with pytest.raises(store.DamagedFile) as caught:
-        database_build.build_database_if_changed(warehouse, BASELINES)
+        publish.build_database_if_changed(warehouse, BASELINES)
     assert_one_clear_line(str(caught.value), str(table))
     run_next(warehouse, cache, clean.source)
     clean.assert_equal(warehouse)

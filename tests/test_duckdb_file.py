@@ -18,7 +18,7 @@ import pytest
 from statistics_warehouse import BASELINES, fixture_runs, write_warehouse
 
 from pipelines.core import column_docs, settings
-from pipelines.duck import database_build, db
+from pipelines.duck import database_build, db, publish
 
 pytest_plugins = ["statistics_warehouse"]
 
@@ -146,12 +146,12 @@ def bit_rot(path: Path) -> None:
 
 def test_a_file_damaged_in_place_is_found_and_rebuilt(tmp_path: Path) -> None:
     write_warehouse(tmp_path, fixture_runs())
-    first = database_build.build_database_if_changed(tmp_path, BASELINES)
+    first = publish.build_database_if_changed(tmp_path, BASELINES)
     assert first.rebuilt and first.damaged is None
-    assert not database_build.build_database_if_changed(tmp_path, BASELINES).rebuilt, "an intact file is kept"
+    assert not publish.build_database_if_changed(tmp_path, BASELINES).rebuilt, "an intact file is kept"
     database = db.database_path(tmp_path)
     bit_rot(database)
-    healed = database_build.build_database_if_changed(tmp_path, BASELINES)
+    healed = publish.build_database_if_changed(tmp_path, BASELINES)
     assert healed.rebuilt
     assert healed.damaged is not None and str(database) in healed.damaged
     assert db.query(tmp_path, "SELECT count(*) FROM runs").rows == [(len(fixture_runs()),)]

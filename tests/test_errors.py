@@ -225,10 +225,10 @@ where, marker = sys.argv[1], Path(sys.argv[2])
 def park():
     marker.write_text("parked")
     time.sleep(600)
-if where == "tables-commit":  # inside the Dagster run: the tables step, before its commit's first rename
+if where == "tables-publish":  # inside the Dagster run: the tables step, its build made, before it is published
     rename = os.replace
     def parked(src, dst, *args, **kwargs):
-        if Path(dst).name == "_journal.json":
+        if Path(dst).name == "current":
             park()
         return rename(src, dst, *args, **kwargs)
     os.replace = parked
@@ -245,7 +245,7 @@ sys.exit(main(["materialize"]))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("where", ["tables-commit", "listing"])
+@pytest.mark.parametrize("where", ["tables-publish", "listing"])
 def test_an_interrupt_is_one_line_and_exit_130_and_keeps_the_warehouse(tmp_path, where):
     import signal
     import time

@@ -14,7 +14,7 @@ import pytest
 from fault_harness import History, assert_valid, ingest_now, same_tables
 from robustness_tally import trial
 
-from pipelines.storage import store
+from pipelines.storage import builds, store
 
 # Slow tier (faults injected into whole ingests): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -86,14 +86,13 @@ def test_disk_full_in_the_middle_of_any_parquet_write(history, tmp_path):
 @pytest.mark.parametrize(
     ("target", "where"),
     [
-        ("pipelines.storage.store.write_bytes_atomic", store.JOURNAL),
-        ("pipelines.storage.store.write_bytes_atomic", "_state.json"),
+        ("pipelines.storage.store.write_bytes_atomic", builds.MANIFEST),
         ("pipelines.storage.store.write_bytes_atomic", "_source.json"),
         ("pipelines.duck.database_build._create_statistics", None),
     ],
-    ids=["journal", "table state", "source listing", "database build"],
+    ids=["build manifest", "source listing", "database build"],
 )
-def test_disk_full_writing_the_journal_state_listing_or_database(history, tmp_path, monkeypatch, target, where):
+def test_disk_full_writing_a_manifest_the_listing_or_the_database(history, tmp_path, monkeypatch, target, where):
     module, name = target.rsplit(".", 1)
     original = getattr(importlib.import_module(module), name)
 

@@ -27,11 +27,11 @@ def statuses(definitions: dg.Definitions, instance: dg.DagsterInstance, keys: li
 @pytest.fixture
 def new_normalizer(monkeypatch):
     """The definitions as a release with the next normalizer version would load them; put back afterwards."""
-    version = staging.NORMALIZER_VERSION + 1
+    version = staging.NORMALIZER_VERSION + "-next"
 
     def load() -> None:
         monkeypatch.setattr(staging, "NORMALIZER_VERSION", version)
-        monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", str(version))
+        monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", version)
         monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion(f"normalizer-{version}"))
         importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
 

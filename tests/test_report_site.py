@@ -106,7 +106,7 @@ def test_ratios_name_their_baseline_and_stale_kernels_their_date(real_report, re
 def test_the_report_is_fresh_until_the_database_or_its_code_changes(real_report, real_warehouse, monkeypatch):
     assert not is_stale(real_warehouse)
     with monkeypatch.context() as patched:
-        patched.setattr(build, "_code_fingerprint", lambda: "other code")
+        patched.setattr(build, "report_code_version", lambda: "other code")
         assert is_stale(real_warehouse)
     assert not is_stale(real_warehouse)
     database = db.database_path(real_warehouse)

@@ -1,90 +1,150 @@
-"""Assemble the SPEC tables from the staged snapshots and commit them together, unless nothing they depend on changed."""
+"""Assemble the SPEC tables from the staged snapshots as one build (`storage.builds`), judge it by the blocking
+checks, and publish it, unless the build of the same inputs and code is there already."""
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from pipelines.assemble import tables
-from pipelines.core import schemas
+from pipelines.assemble import checks, tables
+from pipelines.core import catalog, code_version, schemas
+from pipelines.core.errors import UserError
 from pipelines.ingest import staging
 from pipelines.ingest.source_types import Listing
-from pipelines.storage import store
+from pipelines.storage import builds, store
 
 TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas
+STAGE = "tables"
+# Where readers find each table: WAREHOUSE_DIR/<table>.parquet, a link into the published build.
+LINKS = {f"{name}.parquet": f"{name}.parquet" for name in TABLE_NAMES}
+# The contract checks, each on the table it concerns; a build that fails a blocking one is never published.
+CHECKS: tuple[tuple[str, str, object, bool], ...] = (
+    ("runs", "run_id_unique", checks.run_ids_unique, True),
+    ("runs", "references_exist", checks.references_exist, True),
+    ("measurements", "quantiles_ordered", checks.quantiles_ordered, True),
+    ("snapshots", "every_row_accounted", checks.snapshot_accounting, True),
+    ("snapshots", "no_snapshot_rejected", checks.snapshots_rejected, False),
+    ("environments", "catalogs_cover_data", checks.catalog_coverage, False),
+)
+BLOCKING = frozenset(name for _, name, _, blocking in CHECKS if blocking)
+
+
+@functools.cache
+def tables_code_version() -> str:
+    """The code that assembles the tables (and all it imports), with the catalogs it joins."""
+    return code_version.code_version(["pipelines.assemble.build"], files=sorted(catalog.CATALOG_DIR.glob("*.csv")))
+
+
+class BuildRefused(UserError):
+    """A build that failed a blocking check: it is kept unpublished, and readers keep the last good one."""
+
+    def __init__(self, stage: str, failed: dict[str, checks.CheckOutcome]):
+        self.failed = failed
+        named = "; ".join(f"{name}: {outcome.description}" for name, outcome in failed.items())
+        super().__init__(f"the new {stage} build failed its blocking checks and was not published ({named})")
 
 
 @dataclass
 class TablesReport:
     rewritten: bool
     row_counts: dict[str, int]
-    # What the tables were assembled from (the staged snapshots, the files at head, the code).
-    fingerprint: str
+    # The build's key: what the tables were assembled from (the staged snapshots, the branch, the code), and
+    # the tables' data version.
+    key: str
+    # Each check's outcome on the published build, by check name.
+    outcomes: dict[str, checks.CheckOutcome] = field(default_factory=dict)
     # One line when upstream's history moved under the warehouse (a force-push dropped or restored snapshots).
     moved: str | None = None
+    # Why the build of the same key found was rebuilt (a file deleted or damaged by hand), when it was.
+    damaged: str | None = None
+
+
+def tables_key(metas: list[staging.SnapshotMeta], listing: Listing | None) -> str:
+    return builds.build_key(STAGE, tables_code_version(), tables.fingerprint(metas, listing))
 
 
 def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
-    """Assemble and commit all tables together, unless nothing they depend on changed."""
+    """Assemble, check and publish all tables together, unless the build of the same inputs is published and intact."""
     metas, damaged = staging.scan_staging(warehouse)
     if damaged:
         # Assembled without it, the tables would silently lose its runs.
         raise store.DamagedFile(
             f"{damaged[0].problem}: materialize raw_snapshots (or everything), which stages the snapshot again", damaged[0].folder
         )
-    print_ = tables.fingerprint(metas, listing)
-    state_path = warehouse / tables.STATE
-    state = store.read_state(state_path)
-    if state.get("fingerprint") == print_ and _tables_intact(warehouse, state.get("row_counts")):
-        return TablesReport(rewritten=False, row_counts=state["row_counts"], fingerprint=print_)
-    before = _on_branch(warehouse)
-    # The tables are written straight into a scratch folder of the warehouse (swept by store.recover if
-    # the run dies), then renamed into place together.
-    scratch = store.temp_path(warehouse / "_tables")
-    scratch.mkdir(parents=True)
-    try:
-        files = tables.write_tables(warehouse, listing, scratch)
-        store.commit_files(warehouse, {f"{name}.parquet": file.path for name, file in files.items()})
-    except store.DamagedFile as damage:
-        if damage.path is not None and damage.path.parent.parent == staging.staging_dir(warehouse):
-            staging.mark_damaged(damage.path.parent, str(damage))
-        raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    stage = builds.Stage(warehouse, STAGE)
+    key = tables_key(metas, listing)
+    current = stage.current()
+    found = stage.get(key)
+    problem = _damage(found) if found is not None else None
+    if found is not None and problem is None:
+        build, report = found, _report(found, rewritten=False)
+    else:
+        try:
+            build = stage.make(key, lambda folder: _write(warehouse, listing, folder))
+        except store.DamagedFile as damage:
+            if damage.path is not None and damage.path.parent.parent == staging.staging_dir(warehouse):
+                staging.discard_part(damage.path)
+            raise
+        report = _report(build, rewritten=True, damaged=problem)
+        failed = {name: outcome for name, outcome in report.outcomes.items() if name in BLOCKING and not outcome.passed}
+        if failed:
+            raise BuildRefused(STAGE, failed)
+    stage.publish(build, LINKS)
+    if current is not None and current.key != build.key:
+        # A build kept from before (the history pushed back) moves the branch as much as a new one.
+        report.moved = _moved(_on_branch(current), _on_branch(build), build.content)
+    return report
+
+
+def _write(warehouse: Path, listing: Listing | None, folder: Path) -> dict:
+    files = tables.write_tables(warehouse, listing, folder)
     counts = {name: file.rows for name, file in files.items()}
-    store.write_json_atomic(state_path, {"fingerprint": print_, "row_counts": counts})
-    return TablesReport(rewritten=True, row_counts=counts, fingerprint=print_, moved=_moved(before, _on_branch(warehouse), warehouse))
+    outcomes = {name: function(folder) for _, name, function, _ in CHECKS}
+    return {"row_counts": counts, "checks": {name: _as_json(outcome) for name, outcome in outcomes.items()}}
 
 
-def _tables_intact(warehouse: Path, row_counts: object) -> bool:
-    """Every table file's footer reads and counts the rows the last build wrote: an unchanged fingerprint
-    must not keep a table file damaged since (the check reads footers, not data)."""
-    if not isinstance(row_counts, dict):
-        return False
-    return all(store.parquet_rows(warehouse / f"{name}.parquet") == row_counts.get(name) for name in TABLE_NAMES)
+def _as_json(outcome: checks.CheckOutcome) -> dict:
+    return {"passed": outcome.passed, "description": outcome.description, "details": outcome.details}
 
 
-def _on_branch(warehouse: Path) -> dict[str, bool]:
-    """Each snapshot of the committed `snapshots` table and whether it was on its branch; empty before the first build
-    (a table written before `on_branch` existed counts every snapshot on it)."""
+def _report(build: builds.Build, rewritten: bool, damaged: str | None = None) -> TablesReport:
+    outcomes = {name: checks.CheckOutcome(**recorded) for name, recorded in build.result["checks"].items()}
+    return TablesReport(rewritten, build.result["row_counts"], build.key, outcomes, damaged=damaged)
+
+
+def _damage(build: builds.Build) -> str | None:
+    """Why a build found is not usable: a file gone or resized, or a table whose footer does not read or counts other
+    rows than its build wrote (overwritten in place; the check reads footers, not data)."""
+    problem = build.damage()
+    if problem is not None:
+        return problem
+    for name, rows in build.result["row_counts"].items():
+        if store.parquet_rows(build.content / f"{name}.parquet") != rows:
+            return f"{build.content / name}.parquet is damaged (its footer does not read or counts other rows than its build wrote)"
+    return None
+
+
+def _on_branch(build: builds.Build | None) -> dict[str, bool]:
+    """Each snapshot of a build's `snapshots` table and whether it was on its branch; empty before the first build."""
+    if build is None:
+        return {}
     try:
-        frame = pl.read_parquet(warehouse / "snapshots.parquet")
+        frame = pl.read_parquet(build.content / "snapshots.parquet")
     except (OSError, pl.exceptions.PolarsError):
         return {}
-    flags = frame["on_branch"] if "on_branch" in frame.columns else pl.repeat(True, frame.height, eager=True)
-    return dict(zip(frame["snapshot_id"].to_list(), flags.to_list()))
+    return dict(zip(frame["snapshot_id"].to_list(), frame["on_branch"].to_list()))
 
 
-def _moved(before: dict[str, bool], after: dict[str, bool], warehouse: Path) -> str | None:
+def _moved(before: dict[str, bool], after: dict[str, bool], folder: Path) -> str | None:
     """The line a run prints when a force-push moved upstream's history: what left the branch, what came back."""
     left = sorted(s for s, on in after.items() if not on and before.get(s, False))
     back = sorted(s for s, on in after.items() if on and before.get(s) is False)
     if not left and not back:
         return None
-    runs = pl.scan_parquet(warehouse / "runs.parquet").filter(~pl.col("on_branch")).select(pl.len()).collect().item()
+    runs = pl.scan_parquet(folder / "runs.parquet").filter(~pl.col("on_branch")).select(pl.len()).collect().item()
     parts = []
     if left:
         parts.append(f"{len(left)} snapshot(s) are no longer on their branch ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})")

@@ -20,7 +20,7 @@ from pipelines.assemble.external_sort import StagedPart, read_part
 from pipelines.assemble.history import History
 from pipelines.assemble.run_identity import marks_of
 from pipelines.assemble.table_builders import environments, measurements, protocols, snapshots
-from pipelines.core import catalog, schemas
+from pipelines.core import schemas
 from pipelines.core.background import ahead
 from pipelines.core.canonical import canonical_json
 from pipelines.ingest.normalize_cache import DistinctCache
@@ -29,7 +29,6 @@ from pipelines.ingest.source_types import Listing
 from pipelines.ingest.staging import RUN_ROWS_UNIQUE, WORKLOADS, SnapshotMeta, snapshot_key, staged_metas, staging_dir
 from pipelines.storage import store
 
-STATE = "_state.json"
 # The tables with a row per run or per staged row, and their columns written without a dictionary.
 ROW_TABLES_UNIQUE = {"runs": RUN_ROWS_UNIQUE, "measurements": ("run_id", "value", "raw_value"), "run_snapshots": ()}
 # The row tables written in run_id order, whose run_id statistics let a lookup by id skip row groups
@@ -38,13 +37,12 @@ SORTED_BY = {"runs": "run_id", "measurements": "run_id"}
 
 
 def fingerprint(metas: list[SnapshotMeta], listing: Listing | None) -> str:
-    """Changes whenever an assembled table could change: staged snapshots, the branch as it is now (which
-    snapshots are on it, in which order, which files are at its head), catalogs."""
+    """Changes whenever an assembled table could change with the same code: staged snapshots, the branch as it is
+    now (which snapshots are on it, in which order, which files are at its head)."""
     parts = {
         "snapshots": sorted(json.dumps(asdict(m), sort_keys=True) for m in metas),
         "files_at_head": sorted(listing.files_at_head) if listing is not None else None,
         "on_branch": [[ref.snapshot_id, ref.sequence] for ref in listing.snapshots] if listing is not None else None,
-        "catalogs": [p.read_text() for p in sorted(catalog.CATALOG_DIR.glob("*.csv"))],
     }
     return hashlib.sha256(canonical_json(parts).encode()).hexdigest()
 

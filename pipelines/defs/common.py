@@ -17,11 +17,6 @@ from pipelines.core.metadata import bounded_json, column_types, markdown_preview
 WRITERS = "warehouse_writers"
 
 
-def table_version(inputs_digest: str, row_count: int) -> dg.DataVersion:
-    """A table's data version: the digest of what it was built from, and its row count."""
-    return dg.DataVersion(f"{inputs_digest[:16]}-{row_count}")
-
-
 def at_most_every(seconds: float, log: Callable[[str], None]) -> Callable[[str], None]:
     """`log`, passing on at most one message per `seconds`: the instance stores every log line
     as an event, which costs more than staging a small snapshot."""

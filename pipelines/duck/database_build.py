@@ -13,23 +13,19 @@ build (they hold the old file, the build writes a new one).
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import json
 import os
 import shutil
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
 
 import duckdb
 
 from pipelines.core import column_docs, sql_files
 from pipelines.duck.db import SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path, statistic_sql
 from pipelines.series import tables as series_tables
-from pipelines.storage import freshness, store
+from pipelines.storage import store
 
 # Loaded side by side, one connection each: runs alone takes as long as all the others.
 LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs"))
@@ -41,13 +37,13 @@ INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
 ZSTD_COLUMNS = frozenset({"run_id", "previous_run_id", "baseline_run_id", "name", "raw_timestamp"})
 
 
-def build_database(warehouse_dir: Path, baselines: Sequence[str]) -> dict[str, int]:
-    """Build warehouse.duckdb from the Parquet tables; return the row count of every table made.
+def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path | None = None) -> dict[str, int]:
+    """Build warehouse.duckdb (or `target`) from the Parquet tables; return the row count of every table made.
 
     Hold `store.writer_lock` around it when other writers may run: it reads the tables
-    together, and their `store.recover` sweeps temporary files such as this build's.
+    together, and their `store.sweep` deletes temporary files such as this build's.
     """
-    target = database_path(warehouse_dir)
+    target = database_path(warehouse_dir) if target is None else target
     # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
     temporary = store.temp_path(target)
     # Where DuckDB spills what does not fit in MEMORY_LIMIT; the same prefix, so it is swept too.
@@ -111,88 +107,6 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-STATE = "_statistics_state.json"
-
-
-def inputs_fingerprint(warehouse_dir: Path, baselines: Sequence[str]) -> str:
-    """Changes whenever the database could: a table file replaced, the baselines, or any SQL."""
-    parts: list[object] = [list(baselines)]
-    for table in TABLES:
-        # A table commit renames a new file into place, which changes its inode and mtime.
-        files = [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]
-        parts.extend(freshness.file_states([f for f in files if f.is_file()]))
-    parts.extend([name, sql_files.text(name)] for name in sql_files.names())
-    # series_noise and change_points are computed in Python: their code and ruptures' version are inputs too.
-    parts.extend([path.name, path.read_text(encoding="utf-8")] for path in sorted(Path(series_tables.__file__).parent.glob("*.py")))
-    parts.append(importlib.metadata.version("ruptures"))
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-
-
-class DatabaseBuild(NamedTuple):
-    rebuilt: bool
-    row_counts: dict[str, int]
-    fingerprint: str  # inputs_fingerprint of what the database holds
-    damaged: str | None = None  # why the file found was not the one the last build wrote, when it was rebuilt for that
-
-
-def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> DatabaseBuild:
-    """The database is rebuilt only when its inputs changed since the last build, or the file is not the
-    one that build wrote (replaced, truncated, overwritten, or a byte changed in place: its sha256 is kept)."""
-    state_path = Path(warehouse_dir) / STATE
-    fingerprint = inputs_fingerprint(Path(warehouse_dir), baselines)
-    state = store.read_state(state_path)
-    target = database_path(warehouse_dir)
-    damaged = None
-    if state.get("fingerprint") == fingerprint and isinstance(state.get("row_counts"), dict) and target.is_file():
-        damaged = intact(target, state)
-        if damaged is None:
-            return DatabaseBuild(False, state["row_counts"], fingerprint)
-    counts = build_database(warehouse_dir, baselines)
-    store.write_json_atomic(
-        state_path,
-        {"fingerprint": fingerprint, "row_counts": counts, "database": freshness.file_states([target]), "sha256": file_sha256(target)},
-    )
-    return DatabaseBuild(True, counts, fingerprint, damaged)
-
-
-def intact(target: Path, state: dict) -> str | None:
-    """None when `target` is the file the last build wrote (its sha256, read whole); else what differs, naming it.
-
-    Bit rot or a copy tool can change bytes and keep the size and time, so the identity alone does not tell.
-    """
-    if state.get("sha256") is None:
-        return (
-            None
-            if state.get("database") == freshness.file_states([target]) and _opens(target)
-            else f"{target} is not the file the last build wrote"
-        )
-    if file_sha256(target) != state["sha256"]:
-        return f"{target} is damaged (its sha256 differs from the one its build recorded)"
-    return None
-
-
-def file_sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-def _opens(path: Path) -> bool:
-    """The file opens as a DuckDB database holding every table and statistic (its catalog only is read)."""
-    try:
-        with duckdb.connect() as con:
-            con.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(path)])
-            found = {
-                name
-                for (name,) in con.execute(
-                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'warehouse'"
-                    " UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = 'warehouse'"
-                ).fetchall()
-            }
-    except duckdb.Error:
-        return False
-    return found >= {*TABLES, *STATISTICS}
-
-
 def _parquet_source(warehouse_dir: Path, table: str) -> str:
     file = warehouse_dir / f"{table}.parquet"
     if file.is_file():
@@ -231,8 +145,9 @@ def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
                     if not damaged.is_file() or store.parquet_reads(damaged):
                         raise  # not the table's damage (a full disk, say)
                     # Its footer read (see _parquet_source), its data did not; DuckDB's message is not one line.
-                    # Removed (under the writer lock), so that the tables' next build sees it missing and rebuilds it.
-                    damaged.unlink()
+                    # The file in the tables' build is removed (under the writer lock), so that their next build
+                    # finds that build damaged and makes it again.
+                    damaged.resolve().unlink()
                     raise store.DamagedFile(
                         f"{sources[table]} is damaged (its data does not read) and was removed: materialize the tables "
                         "(or everything), which rebuild it from the staging",

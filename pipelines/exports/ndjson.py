@@ -44,9 +44,9 @@ def show_run(warehouse: Path, run_id: str) -> dict[str, Any] | None:
     }
 
 
-def write_ndjson(warehouse: Path) -> dict[str, int]:
-    """Write exports/{runs,protocols,environments}.ndjson, each atomically; returns line counts."""
-    out = warehouse / EXPORTS
+def write_ndjson(warehouse: Path, out: Path | None = None) -> dict[str, int]:
+    """Write {runs,protocols,environments}.ndjson into `out` (WAREHOUSE_DIR/exports/), each atomically; returns line counts."""
+    out = warehouse / EXPORTS if out is None else out
     runs, measurements = _read(warehouse, "runs"), _read(warehouse, "measurements")
     documents_by_file = {
         "runs.ndjson": run_documents(runs, measurements),

@@ -67,6 +67,15 @@ def _not_measurements() -> list[tuple[pl.Expr, pl.Expr]]:
     return problems
 
 
+def _quantiles_disordered() -> tuple[pl.Expr, pl.Expr]:
+    """y_value_20 <= y_value_50 <= y_value_80 does not hold (where both of a pair are numbers): the row is no run's
+    measurement. Judged as written, which orders the canonical values the same way (scaling and rounding keep order)."""
+    p20, p50, p80 = (pl.col(f"raw_p{q}") for q in ("20", "50", "80"))
+    disordered = (p20.is_finite() & p50.is_finite() & (p20 > p50)) | (p50.is_finite() & p80.is_finite() & (p50 > p80))
+    texts = [pl.col(Y_COLUMNS[q]).str.strip_chars().str.slice(0, 40) for q in ("20", "50", "80")]
+    return disordered, pl.format("quantiles out of order: y_value_20 {} <= y_value_50 {} <= y_value_80 {} does not hold", *texts)
+
+
 def _problems() -> list[tuple[pl.Expr, pl.Expr]]:
     """(whether a row has it, what the reason says) for each way a row fails; the y columns are parsed already."""
     empty = pl.concat_str([pl.when(_blank(c)).then(pl.lit(c)) for c in REQUIRED_VALUES], separator=", ", ignore_nulls=True)
@@ -86,6 +95,7 @@ def _problems() -> list[tuple[pl.Expr, pl.Expr]]:
             for q, c in Y_COLUMNS.items()
         ],
         *_not_measurements(),
+        _quantiles_disordered(),
         (pl.col("_config_error").is_not_null(), pl.col("_config_error")),
     ]
     return [(condition.fill_null(False), text) for condition, text in problems]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.core import code_version
 from pipelines.core.background import ahead
 from pipelines.core.schemas import LIGER_COLUMNS, RUN_ROWS
 from pipelines.ingest.normalize import normalize
@@ -29,12 +30,10 @@ from pipelines.ingest.rejected import rejected_rows, write_refused_parts
 from pipelines.ingest.source_types import SnapshotRef
 from pipelines.storage import store
 
-# Bump when normalization changes what it writes: staged snapshots of another version are staged again.
-# 2: broken quoting is quarantined, never repaired; schema drift warnings.
-# 3: narrow staged rows (schemas.RUN_ROWS) and each snapshot's workload answers beside them.
-# 4: each snapshot's layout (BOM, line end, blank lines, rows written otherwise): only the file's bytes tell it.
-# 5: a latency or peak memory not above zero is quarantined; a file refused whole quarantines each of its lines.
-NORMALIZER_VERSION = 5
+# The normalizer's version: a digest of the code that stages a snapshot (this module and all it imports), never
+# a number bumped by hand. A snapshot staged by other code is staged again (see `scan_staging`), and it is
+# raw_snapshots' code version in Dagster, which shows every partition stale when it changes.
+NORMALIZER_VERSION = code_version.code_version(["pipelines.ingest.staging"])
 STAGING = "_staging"
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
@@ -75,7 +74,7 @@ class SnapshotMeta:
     row_count: int
     accepted: int
     quarantined: int
-    normalizer_version: int
+    normalizer_version: str
     # Schema drift the ingest went on through (added, reordered or missing optional columns).
     warnings: list[str] = field(default_factory=list)
     # What the file holds beyond its records' fields (parse.Layout), so that it rebuilds byte for byte.
@@ -97,9 +96,6 @@ def snapshot_key(snapshot_id: str) -> str:
     return hashlib.sha256(snapshot_id.encode()).hexdigest()[:24]
 
 
-# Written into a staged folder whose part could not be read although its footer could: the next run
-# treats the snapshot as damaged (see `scan_staging`).
-DAMAGED_MARK = "DAMAGED"
 PART_PREFIXES = (("rows", "accepted"), ("quarantine", "quarantined"))
 
 
@@ -126,7 +122,7 @@ def scan_staging(warehouse: Path) -> tuple[list[SnapshotMeta], list[DamagedSnaps
         return metas, damaged
     for folder in sorted(root.iterdir()):
         if folder.name.startswith(".") or not folder.is_dir():
-            continue  # a temporary folder of a staging in progress, or swept by store.recover
+            continue  # a temporary folder of a staging in progress, or swept by store.sweep
         try:
             meta = _read_meta(folder)
         except _Damage as damage:
@@ -175,8 +171,6 @@ def _read_meta(folder: Path) -> SnapshotMeta | None:
 
 def _parts_problem(folder: Path, meta: SnapshotMeta) -> str | None:
     """What is wrong with a staged folder's parts, from their footers; None when nothing is."""
-    if (folder / DAMAGED_MARK).exists():
-        return f"a part in {folder} did not read in an earlier run ({DAMAGED_MARK} marks it)"
     for prefix, counted in PART_PREFIXES:
         total = 0
         for part in sorted(folder.glob(f"{prefix}-*.parquet")):
@@ -189,9 +183,10 @@ def _parts_problem(folder: Path, meta: SnapshotMeta) -> str | None:
     return None
 
 
-def mark_damaged(folder: Path, problem: str) -> None:
-    """Have the next run treat a staged folder as damaged (a part whose footer reads but whose data does not)."""
-    store.write_bytes_atomic(folder / DAMAGED_MARK, problem.encode())
+def discard_part(part: Path) -> None:
+    """Delete a staged part whose footer reads but whose data does not: its snapshot's folder then holds fewer
+    rows than its meta.json counts, which the next run's `scan_staging` finds and stages again."""
+    part.unlink(missing_ok=True)
 
 
 def _content_sha256(data: bytes | Path) -> str:

@@ -129,7 +129,7 @@ def stage(
     snapshots are staged in that many processes at once."""
     report = StageReport(listed=len(listing.snapshots))
     # A run killed mid-staging leaves its half-written snapshot folder behind: sweep it.
-    store.recover(staging.staging_dir(warehouse))
+    store.sweep(staging.staging_dir(warehouse))
     staged, damaged = staging.scan_staging(warehouse)
     lost = _clear_damaged(damaged, listing, report)
     refs = {ref.snapshot_id: ref for ref in listing.snapshots}

@@ -18,10 +18,10 @@ from pipelines.ingest.source_types import Listing
 
 SNAPSHOTS = dg.DynamicPartitionsDefinition(name="snapshots")
 RAW_SNAPSHOTS = dg.AssetKey("raw_snapshots")
-# The normalizer's version is raw_snapshots' code version: a new one makes every partition stale. A snapshot's
-# content never changes under its id, so what a partition holds is a function of that version alone: it is the
-# partition's data version too, which Dagster indexes by partition (its code version tag it does not).
-NORMALIZER_CODE_VERSION = str(staging.NORMALIZER_VERSION)
+# The normalizer's version (a digest of its code) is raw_snapshots' code version: a new one makes every partition
+# stale. A snapshot's content never changes under its id, so what a partition holds is a function of that version
+# alone: it is the partition's data version too, which Dagster indexes by partition (its code version tag it does not).
+NORMALIZER_CODE_VERSION = staging.NORMALIZER_VERSION
 STAGED_DATA_VERSION = dg.DataVersion(f"normalizer-{staging.NORMALIZER_VERSION}")
 DATA_VERSION_TAG = "dagster/data_version"
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"

@@ -1,10 +1,8 @@
 """Atomic writes to the warehouse folder.
 
-Every file is written under a temporary name and renamed into place. A set
-of tables that must change together is committed through a journal: the
-new files are written first, then the journal naming their renames, then
-the renames. `recover` rolls a journal forward, so a run killed at any
-point leaves either the old set or (on the next start) the new one.
+Every file is written under a temporary name and renamed into place; `sweep` deletes what a killed writer left
+under a temporary name. A set of files that must change together is a build (`storage.builds`), published by
+one rename.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-JOURNAL = "_journal.json"
 LOCK = ".writer.lock"
 TMP_MARK = ".tmp-"
 
@@ -106,7 +103,7 @@ def write_bytes_atomic(final: Path, data: bytes, like: os.stat_result | None = N
         os.replace(tmp, final)
     except BaseException:
         # A failed write (a full disk, `final` a folder) leaves nothing behind: outside the
-        # warehouse no `recover` would ever sweep the temporary file.
+        # warehouse no `sweep` would ever delete the temporary file.
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(final.parent)
@@ -121,7 +118,7 @@ def swap_folder(staging: Path, final: Path) -> None:
 
     The old one is renamed aside under `temp_path`, not deleted in place: `final` is missing only between two
     renames, never while a large folder is deleted, and a process killed before the deletion leaves a name
-    that `recover` (or the caller's own sweep) removes.
+    that `sweep` (or the caller's own) removes.
     """
     old = temp_path(final) if final.exists() or final.is_symlink() else None
     if old is not None:
@@ -197,51 +194,14 @@ class ParquetAppender:
                 fsync_file(self.path)
 
 
-def commit_files(directory: Path, staged: dict[str, Path]) -> None:
-    """Rename each staged temp file onto its final name in `directory`, all or nothing."""
-    journal = directory / JOURNAL
-    write_json_atomic(journal, {"renames": [[str(tmp), str(directory / name)] for name, tmp in staged.items()]})
-    recover(directory)
-
-
-def commit_tables(directory: Path, frames: dict[str, pl.DataFrame | pl.LazyFrame]) -> None:
-    """Write `<name>.parquet` for every frame, then commit them together."""
-    directory.mkdir(parents=True, exist_ok=True)
-    staged: dict[str, Path] = {}
-    try:
-        for name, frame in frames.items():
-            tmp = temp_path(directory / f"{name}.parquet")
-            staged[f"{name}.parquet"] = tmp
-            write_parquet(frame, tmp)
-    except BaseException:
-        for tmp in staged.values():
-            tmp.unlink(missing_ok=True)
-        raise
-    commit_files(directory, staged)
-
-
-def recover(directory: Path) -> bool:
-    """Finish a committed journal and sweep stray temp files; True when a journal was rolled forward."""
-    journal = directory / JOURNAL
-    rolled = False
-    if journal.exists():
-        try:
-            renames = json.loads(journal.read_text())["renames"]
-        except (ValueError, KeyError):
-            renames = []  # a torn journal was never committed: its temp files are swept below
-        for tmp, final in renames:
-            if Path(tmp).exists():
-                os.replace(tmp, final)
-        fsync_dir(directory)
-        journal.unlink()
-        rolled = bool(renames)
+def sweep(directory: Path) -> None:
+    """Delete the temporary files and folders a killed writer left in `directory`."""
     if directory.exists():
         for stray in directory.glob(f".*{TMP_MARK}*"):
-            if stray.is_dir():
+            if stray.is_dir() and not stray.is_symlink():
                 shutil.rmtree(stray, ignore_errors=True)
             else:
                 stray.unlink(missing_ok=True)
-    return rolled
 
 
 @contextlib.contextmanager
@@ -251,7 +211,7 @@ def writer_lock(directory: Path) -> Iterator[None]:
     with open(directory / LOCK, "a+") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            recover(directory)
+            sweep(directory)
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -1,10 +1,13 @@
 import dagster as dg
 
-from pipelines.core import documents
 from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import ndjson
+from pipelines.exports.publish import Export
+
+FILES = ("runs.ndjson", "protocols.ndjson", "environments.ndjson")
+EXPORT = Export("resource_documents", "pipelines.exports.ndjson", {f"{ndjson.EXPORTS}/{name}": name for name in FILES})
 
 DOCUMENT_SCHEMA = dg.TableSchema(
     columns=[
@@ -16,25 +19,24 @@ DOCUMENT_SCHEMA = dg.TableSchema(
 )
 
 
-@dg.asset(group_name="exports", deps=["runs", "measurements", "protocols", "environments"], kinds={"json"}, pool=WRITERS)
+@dg.asset(
+    group_name="exports",
+    deps=["runs", "measurements", "protocols", "environments"],
+    kinds={"json"},
+    pool=WRITERS,
+    code_version=EXPORT.code_version(),
+)
 def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """Every run, protocol and environment as a resource document (the shape of the seed example),
     one JSON object per line in `WAREHOUSE_DIR/exports/{runs,protocols,environments}.ndjson`."""
     out = warehouse.path / ndjson.EXPORTS
-    counts = export_if_stale(
-        context,
-        warehouse,
-        "resource_documents",
-        tables=("runs", "measurements", "protocols", "environments"),
-        code=[ndjson, documents],
-        out=out,
-        write=lambda: ndjson.write_ndjson(warehouse.path),
-    )
+    build = export_if_stale(context, warehouse, EXPORT, lambda folder: ndjson.write_ndjson(warehouse.path, folder))
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": counts["runs.ndjson"],
+            "dagster/row_count": build.counts["runs.ndjson"],
             "dagster/column_schema": DOCUMENT_SCHEMA,
-            "files": dg.MetadataValue.json(counts),
+            "files": dg.MetadataValue.json(build.counts),
             "path": dg.MetadataValue.path(str(out)),
-        }
+        },
+        data_version=dg.DataVersion(build.key),
     )

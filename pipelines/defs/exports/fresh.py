@@ -1,34 +1,21 @@
-"""Exports written only when their tables or code changed (see pipelines.storage.freshness)."""
+"""The exports' assets publish builds (pipelines.exports.publish): files rewritten only when their tables or code changed."""
 
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
-from pipelines.exports.ndjson import EXPORTS
-from pipelines.storage import freshness
-
-STAMPS = "_stamps"
+from pipelines.exports.publish import Export, ExportBuild, publish_export
 
 
 def export_if_stale(
-    context: dg.AssetExecutionContext,
-    warehouse: Warehouse,
-    name: str,
-    tables: tuple[str, ...],
-    code: list[ModuleType],
-    out: Path,
-    write: Callable[[], dict[str, int]],
-) -> dict[str, int]:
-    """Files written -> count, from `write()` under the writer lock, or as recorded when the
-    export's tables and code are the same as when it was last written and its files are all there."""
+    context: dg.AssetExecutionContext, warehouse: Warehouse, export: Export, write: Callable[[Path], dict[str, int]]
+) -> ExportBuild:
+    """The export's build, written by `write(folder)` under the writer lock unless its tables and code are as when
+    it was last built and its files are all there."""
     with warehouse.writing():
-        key = freshness.fingerprint([warehouse.path / f"{t}.parquet" for t in tables], code)
-        built, counts = freshness.rebuild_if_stale(
-            warehouse.path / EXPORTS / STAMPS / f"{name}.json", key, lambda recorded: [out / f for f in recorded or {}], write
-        )
-    if not built:
-        context.log.info(f"{name}: tables and code unchanged since the last export, files kept as they were")
-    return counts
+        build = publish_export(warehouse.path, export, write)
+    if not build.built:
+        context.log.info(f"{export.stage}: tables and code unchanged since the last export, files kept as they were")
+    return build

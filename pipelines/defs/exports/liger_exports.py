@@ -8,17 +8,21 @@ from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import bmf, liger_csv
 from pipelines.exports.ndjson import EXPORTS
+from pipelines.exports.publish import Export, ExportBuild
 
 FILE_NAME_MAX = 255
+LIGER_CSVS = Export("latest_liger_csvs", "pipelines.exports.liger_csv", {f"{EXPORTS}/{liger_csv.EXPORT_DIR}": ""})
+BMF = Export("bmf_exports", "pipelines.exports.bmf", {f"{EXPORTS}/{bmf.EXPORT_DIR}": ""})
 
 
-def _exported(out: Path, counts: dict[str, int], what: str) -> dg.MaterializeResult:
+def _exported(out: Path, build: ExportBuild, what: str) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": sum(counts.values()),
-            "files": dg.MetadataValue.md(markdown_table(["file", what], sorted(counts.items()), width=FILE_NAME_MAX)),
+            "dagster/row_count": sum(build.counts.values()),
+            "files": dg.MetadataValue.md(markdown_table(["file", what], sorted(build.counts.items()), width=FILE_NAME_MAX)),
             "path": dg.MetadataValue.path(str(out)),
-        }
+        },
+        data_version=dg.DataVersion(build.key),
     )
 
 
@@ -27,37 +31,24 @@ def _exported(out: Path, counts: dict[str, int], what: str) -> dg.MaterializeRes
     deps=["runs", "measurements", "run_snapshots", "snapshots", "quarantine"],
     kinds={"csv"},
     pool=WRITERS,
+    code_version=LIGER_CSVS.code_version(),
 )
 def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The newest snapshot of every upstream file, rebuilt as a Liger CSV from the tables
     (same header, rows and order as upstream's file, readable by upstream's own tooling),
     in `WAREHOUSE_DIR/exports/liger_csv/<file name>`."""
     out = warehouse.path / EXPORTS / liger_csv.EXPORT_DIR
-    counts = export_if_stale(
-        context,
-        warehouse,
-        "latest_liger_csvs",
-        tables=("runs", "measurements", "run_snapshots", "snapshots", "quarantine"),
-        code=[liger_csv],
-        out=out,
-        write=lambda: liger_csv.write_latest(warehouse.path, out, warn=context.log.warning),
+    build = export_if_stale(
+        context, warehouse, LIGER_CSVS, lambda folder: liger_csv.write_latest(warehouse.path, folder, warn=context.log.warning)
     )
-    return _exported(out, counts, "rows")
+    return _exported(out, build, "rows")
 
 
-@dg.asset(group_name="exports", deps=["runs", "measurements"], kinds={"json"}, pool=WRITERS)
+@dg.asset(group_name="exports", deps=["runs", "measurements"], kinds={"json"}, pool=WRITERS, code_version=BMF.code_version())
 def bmf_exports(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The latest passed runs in Bencher Metric Format, one file per GPU (a Bencher testbed):
     `WAREHOUSE_DIR/exports/bmf/<gpu slug>.json`, benchmark `kernel/pass[/metric]/provider/workload`
     with measure `latency` (ns) or `peak_memory` (bytes), median with p20/p80 bounds."""
     out = warehouse.path / EXPORTS / bmf.EXPORT_DIR
-    counts = export_if_stale(
-        context,
-        warehouse,
-        "bmf_exports",
-        tables=("runs", "measurements"),
-        code=[bmf],
-        out=out,
-        write=lambda: bmf.write_bmf(warehouse.path, out),
-    )
-    return _exported(out, counts, "benchmarks")
+    build = export_if_stale(context, warehouse, BMF, lambda folder: bmf.write_bmf(warehouse.path, folder))
+    return _exported(out, build, "benchmarks")

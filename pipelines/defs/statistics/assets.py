@@ -2,9 +2,9 @@ import dagster as dg
 
 from pipelines.core import column_docs, sql_files
 from pipelines.core.metadata import format_cell, markdown_table
-from pipelines.defs.common import WRITERS, table_version
+from pipelines.defs.common import WRITERS
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import database_build, db
+from pipelines.duck import db, publish, versions
 
 GROUP = "statistics"
 PREVIEW_ROWS = 5
@@ -22,6 +22,7 @@ def _spec(name: str) -> dg.AssetSpec:
         description=sql_files.description(db.statistic_sql(name)),
         group_name=GROUP,
         kinds={"duckdb", "sql"},
+        code_version=versions.statistic_code_version(name),
         metadata={"sql": f"sql/{db.statistic_sql(name)}.sql"},
     )
 
@@ -31,7 +32,8 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
         check,
         asset=table,
         blocking=True,
-        description=sql_files.description(f"checks/{check}"),
+        description=sql_files.description(f"checks/{check}")
+        + " Judged before the new warehouse.duckdb is published: a file that fails it is never what readers see.",
     )
 
 
@@ -55,23 +57,30 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
     The file is built beside the old one and swapped in, so `python -m pipelines sql`
     keeps reading the previous statistics until the new ones are complete.
     """
-    # The writer lock: the tables are read as one consistent set, never mid-commit.
+    # The writer lock: the tables are read as one consistent set, never mid-publish.
     with warehouse.writing():
-        rebuilt, counts, inputs, damaged = database_build.build_database_if_changed(warehouse.path, warehouse.baselines)
+        try:
+            build = publish.build_database_if_changed(warehouse.path, warehouse.baselines)
+        except publish.DatabaseRefused as refused:
+            raise dg.Failure(description=str(refused)) from None
     database = db.database_path(warehouse.path)
+    damaged = build.damaged
     if damaged:
         context.log.warning(f"{damaged}: rebuilt it from the tables")
-    context.log.info(f"built {database} with baselines {warehouse.baselines}" if rebuilt else f"nothing changed: {database} kept as it was")
+    context.log.info(
+        f"built {database} with baselines {warehouse.baselines}" if build.rebuilt else f"nothing changed: {database} kept as it was"
+    )
     with warehouse.reading() as reader:
         results = [
             dg.MaterializeResult(
                 asset_key=name,
-                metadata={**_table_metadata(warehouse, reader, name, counts[name]), "rebuilt": rebuilt},
-                data_version=table_version(inputs, counts[name]),
+                metadata={**_table_metadata(warehouse, reader, name, build.row_counts[name]), "rebuilt": build.rebuilt},
+                # The statistic's key: a change to another statistic's SQL leaves this one's data version as it was.
+                data_version=dg.DataVersion(build.statistics[name]),
             )
             for name in db.STATISTICS
         ]
-        outcomes = reader.run_checks()
+    outcomes = build.checks
     yield from results
     yield dg.AssetCheckResult(
         asset_key=INTACT_ASSET,

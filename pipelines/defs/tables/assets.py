@@ -1,10 +1,9 @@
 import dagster as dg
 import polars as pl
 
-from pipelines.assemble import checks
-from pipelines.assemble.build import TABLE_NAMES, build_tables
+from pipelines.assemble.build import CHECKS, TABLE_NAMES, BuildRefused, build_tables, tables_code_version
 from pipelines.core import column_docs, schemas
-from pipelines.defs.common import WRITERS, check_result, table_metadata, table_version
+from pipelines.defs.common import WRITERS, check_result, table_metadata
 from pipelines.defs.resources import Warehouse
 from pipelines.ingest.steps import recorded_listing
 
@@ -14,14 +13,6 @@ PREVIEW = {
     "snapshots": ["snapshot_id", "committed_at", "row_count", "accepted", "quarantined"],
     "quarantine": ["snapshot_id", "row_number", "reason"],
 }
-CHECKS = [
-    ("runs", "run_id_unique", checks.run_ids_unique, dg.AssetCheckSeverity.ERROR),
-    ("runs", "references_exist", checks.references_exist, dg.AssetCheckSeverity.ERROR),
-    ("measurements", "quantiles_ordered", checks.quantiles_ordered, dg.AssetCheckSeverity.ERROR),
-    ("snapshots", "every_row_accounted", checks.snapshot_accounting, dg.AssetCheckSeverity.ERROR),
-    ("snapshots", "no_snapshot_rejected", checks.snapshots_rejected, dg.AssetCheckSeverity.WARN),
-    ("environments", "catalogs_cover_data", checks.catalog_coverage, dg.AssetCheckSeverity.WARN),
-]
 # What each check asserts, shown on the check in the UI.
 CHECK_DESCRIPTIONS = {
     "run_id_unique": "Every run_id appears once in runs.",
@@ -32,36 +23,51 @@ CHECK_DESCRIPTIONS = {
     "no_snapshot_rejected": "A warning, never blocking: the snapshots refused whole, each named with why (their rows are in quarantine).",
     "catalogs_cover_data": "A warning: every GPU and kernel in the data is in the catalogs (pipelines/catalog/gpus.csv, kernels.csv).",
 }
+BLOCKED = " The tables are judged by it before they are published: a build that fails it is never what readers see."
 
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(name, description=column_docs.TABLES[name], group_name="tables", deps=["raw_snapshots"], kinds={"parquet"})
+        dg.AssetSpec(
+            name,
+            description=column_docs.TABLES[name],
+            group_name="tables",
+            deps=["raw_snapshots"],
+            kinds={"parquet"},
+            code_version=tables_code_version(),
+        )
         for name in TABLE_NAMES
     ],
     check_specs=[
-        dg.AssetCheckSpec(check, asset=asset, blocking=severity == dg.AssetCheckSeverity.ERROR, description=CHECK_DESCRIPTIONS[check])
-        for asset, check, _, severity in CHECKS
+        dg.AssetCheckSpec(check, asset=asset, blocking=blocking, description=CHECK_DESCRIPTIONS[check] + (BLOCKED if blocking else ""))
+        for asset, check, _, blocking in CHECKS
     ],
     can_subset=False,
     pool=WRITERS,
 )
 def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
-    """Assemble all tables from the staged snapshots and commit them together (all or nothing)."""
+    """Assemble all tables from the staged snapshots as one build, check it, and publish it whole."""
     listing = recorded_listing(warehouse.path)
     with warehouse.writing():
-        report = build_tables(warehouse.path, listing)
-        # Under the lock, so no other writer replaces a file while its first rows are read.
+        try:
+            report = build_tables(warehouse.path, listing)
+        except BuildRefused as refused:
+            raise dg.Failure(
+                description=str(refused),
+                metadata={name: dg.MetadataValue.text(outcome.description) for name, outcome in refused.failed.items()},
+            ) from None
+        # Under the lock, so no other writer publishes a build while its first rows are read.
         heads = {name: pl.scan_parquet(warehouse.path / f"{name}.parquet").head(PREVIEW_ROWS).collect() for name in TABLE_NAMES}
-    context.log.info("tables rewritten" if report.rewritten else "nothing changed: no table rewritten")
+    context.log.info("tables rewritten" if report.rewritten else "nothing changed: the published tables kept")
+    if report.damaged:
+        context.log.warning(f"{report.damaged}: the tables were built again")
     if report.moved:
         context.log.warning(report.moved)
     for name in TABLE_NAMES:
         metadata = table_metadata(report.row_counts[name], heads[name], schemas.TABLES[name], PREVIEW.get(name), table=name)
         metadata["rewritten"] = dg.MetadataValue.bool(report.rewritten)
-        # The same inputs make the same table: Dagster sees it unchanged, and what reads it not stale.
-        yield dg.MaterializeResult(
-            asset_key=name, metadata=metadata, data_version=table_version(report.fingerprint, report.row_counts[name])
-        )
-    for asset, check, function, severity in CHECKS:
-        yield check_result(function(warehouse.path), asset, check, severity)
+        # The build's key: the same inputs and code make the same tables, and Dagster sees them unchanged.
+        yield dg.MaterializeResult(asset_key=name, metadata=metadata, data_version=dg.DataVersion(report.key))
+    for asset, check, _, blocking in CHECKS:
+        severity = dg.AssetCheckSeverity.ERROR if blocking else dg.AssetCheckSeverity.WARN
+        yield check_result(report.outcomes[check], asset, check, severity)

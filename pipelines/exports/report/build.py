@@ -1,108 +1,94 @@
-"""Build the static report into WAREHOUSE_DIR/report/, all at once or not at all.
+"""Build the static report as a build of its own (`storage.builds`), published as WAREHOUSE_DIR/report/.
 
-The site (`site.write_site`) is written into a temporary folder beside `report/` and swapped
-in (`store.swap_folder`): the old folder is renamed away, the new one renamed in, the old one deleted.
-`build.json` in the site records which warehouse.duckdb and which report code
-it was built from, so `is_stale` can tell when either changed since.
+The site (`site.write_site`) is written into a new build folder, then published by one rename of the stage's
+`current` link; `report` links to it. The build's key holds the report's code version (its modules and SQL)
+and the data versions it reads (the stored statistics' keys and the tables' key), so the report is built again
+exactly when one of those changed, or when a file of the published one was deleted by hand.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
-import shutil
+import functools
 from pathlib import Path
-from typing import Any
 
-from pipelines.core import sql_files
-from pipelines.duck import db
+from pipelines.core import code_version, sql_files
+from pipelines.duck import db, publish, versions
 from pipelines.exports.report import html
 from pipelines.exports.report.data import ReportData, load
-from pipelines.exports.report.site import INDEX, ReportSummary, write_site
-from pipelines.storage import store
+from pipelines.exports.report.site import ReportSummary, write_site
+from pipelines.storage import builds
 
 REPORT_DIR = "report"
-STAMP = "build.json"
+STAGE = "report"
+LINKS = {REPORT_DIR: ""}
+# What the report reads: the stored statistics (run_noise, a view of runs, it does not) and the tables.
+STATISTICS = tuple(name for name in db.STATISTICS if name not in db.VIEWS)
 
 
 def report_dir(warehouse_dir: Path) -> Path:
     return Path(warehouse_dir) / REPORT_DIR
 
 
-def _database_stamp(warehouse_dir: Path) -> dict[str, Any]:
-    # The database is replaced, never edited, so its mtime and size tell one build from another.
-    stat = db.database_path(warehouse_dir).stat()
-    return {"mtime_ns": stat.st_mtime_ns, "size": stat.st_size}
+@functools.cache
+def report_code_version() -> str:
+    """The report's modules and SQL: a report drawn by older code is stale too."""
+    return code_version.code_version(["pipelines.exports.report.build"], sql=sql_files.names("report"))
 
 
-def _code_fingerprint() -> str:
-    """A digest of the report's code and SQL: a report drawn by older code is stale too."""
-    code = [(file.name, file.read_bytes()) for file in sorted(Path(__file__).parent.glob("*.py"))]
-    sql = [(name.rpartition("/")[2] + ".sql", sql_files.text(name).encode()) for name in sql_files.names("report")]
-    digest = hashlib.sha256()
-    for name, content in code + sql:
-        digest.update(name.encode() + b"\0" + content + b"\0")
-    return digest.hexdigest()
-
-
-def _read_stamp(warehouse_dir: Path) -> dict[str, Any] | None:
-    folder = report_dir(warehouse_dir)
-    stamp = store.read_json(folder / STAMP)
-    return stamp if isinstance(stamp, dict) and (folder / INDEX).is_file() else None
-
-
-def _fresh_stamp(warehouse_dir: Path) -> dict[str, Any] | None:
-    """The report's build record when it is up to date, else None."""
-    stamp = _read_stamp(warehouse_dir)
-    if stamp is None or stamp.get("code") != _code_fingerprint():
-        return None
-    try:
-        return stamp if stamp.get("database") == _database_stamp(warehouse_dir) else None
-    except FileNotFoundError:
-        return None
+def report_key(warehouse_dir: Path) -> str:
+    """The key of the report the warehouse's published database makes; for a database built outside a build (a
+    test's), the identity of its file, which a rebuild changes."""
+    database = builds.Stage(warehouse_dir, versions.STAGE).current()
+    if database is not None:
+        inputs: object = {name: database.result["statistics"][name] for name in STATISTICS} | {"tables": publish.tables_key(warehouse_dir)}
+    else:
+        stat = db.database_path(warehouse_dir).stat()
+        inputs = {"database": [stat.st_ino, stat.st_mtime_ns, stat.st_size]}
+    return builds.build_key(STAGE, report_code_version(), inputs)
 
 
 def is_stale(warehouse_dir: Path) -> bool:
-    """True when the report is missing, or was built from another warehouse.duckdb or by other code."""
-    return _fresh_stamp(warehouse_dir) is None
+    """True when the published report is missing or damaged, or was built from other statistics or by other code."""
+    current = builds.Stage(warehouse_dir, STAGE).current()
+    try:
+        return current is None or current.key != report_key(warehouse_dir) or current.damage() is not None
+    except FileNotFoundError:
+        return True
 
 
 def build_report_if_stale(warehouse_dir: Path, force: bool = False) -> tuple[bool, ReportSummary]:
-    """(built, summary): build the report unless the one there is up to date."""
-    stamp = None if force else _fresh_stamp(warehouse_dir)
-    if stamp is None:
-        return True, build_report(warehouse_dir)
-    summary = stamp["summary"]
-    folder = report_dir(warehouse_dir)
-    return False, ReportSummary(folder, summary["kernel_pages"], summary["gpus"], summary["pages"], summary["images"])
+    """(built, summary): build and publish the report unless the build of the same key is there intact."""
+    stage = builds.Stage(warehouse_dir, STAGE)
+    found = None if force else stage.get(report_key(warehouse_dir))
+    if found is not None and found.damage() is None:
+        stage.publish(found, LINKS)
+        return False, _summary(warehouse_dir, found.result)
+    return True, build_report(warehouse_dir)
 
 
 def build_report(warehouse_dir: Path) -> ReportSummary:
-    """Render the whole site from warehouse.duckdb and swap it in as WAREHOUSE_DIR/report/.
+    """Render the whole site from warehouse.duckdb as a new build and publish it as WAREHOUSE_DIR/report/.
 
-    Hold `store.writer_lock` around it when other writers may run: their
-    `store.recover` sweeps temporary folders such as this build's.
+    Hold `store.writer_lock` around it when other writers may run: their `store.sweep` deletes temporary
+    folders such as this build's.
     """
     warehouse_dir = Path(warehouse_dir)
-    stamp = _database_stamp(warehouse_dir)  # before reading: a newer file makes the report stale, never falsely fresh
-    data = load(warehouse_dir)
-    final = report_dir(warehouse_dir)
-    staging = store.temp_path(final)
-    try:
-        summary = write_site(data, staging, footer=_footer(data))
-        record = {
-            "database": stamp,
-            "code": _code_fingerprint(),
-            "built_at": _now().isoformat(),
-            "summary": {"kernel_pages": summary.kernel_pages, "gpus": summary.gpus, "pages": summary.pages, "images": summary.images},
-        }
-        (staging / STAMP).write_text(json.dumps(record, indent=2), encoding="utf-8")
-        store.swap_folder(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return ReportSummary(final, summary.kernel_pages, summary.gpus, summary.pages, summary.images)
+    stage = builds.Stage(warehouse_dir, STAGE)
+    key = report_key(warehouse_dir)  # before reading: a newer database makes the report stale, never falsely fresh
+
+    def write(folder: Path) -> dict:
+        data = load(warehouse_dir)
+        summary = write_site(data, folder, footer=_footer(data))
+        return {"kernel_pages": summary.kernel_pages, "gpus": summary.gpus, "pages": summary.pages, "images": summary.images}
+
+    build = stage.make(key, write)
+    stage.publish(build, LINKS)
+    return _summary(warehouse_dir, build.result)
+
+
+def _summary(warehouse_dir: Path, recorded: dict) -> ReportSummary:
+    return ReportSummary(report_dir(warehouse_dir), recorded["kernel_pages"], recorded["gpus"], recorded["pages"], recorded["images"])
 
 
 def _now() -> dt.datetime:

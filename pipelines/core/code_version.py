@@ -1,0 +1,102 @@
+"""Each stage's code version, derived from the code itself: a digest of the source of every module the stage
+runs (its entry modules and all they import from `pipelines`, found by reading the import statements) and of
+the SQL files it runs. Nobody bumps a number: a change to any of those files is a new code version, which
+Dagster shows as the asset's code version changing and which every build key holds (`storage.builds`).
+
+The same import graph is what `tests/test_layers.py` checks the layers against.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.metadata
+from collections.abc import Iterable
+from pathlib import Path
+
+from pipelines.core import sql_files
+
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules(root: Path = PACKAGE) -> dict[str, Path]:
+    """Every Python module under `root` (the `pipelines/sql` link holds none), by dotted name."""
+    return {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of `known` that `name` imports, wherever the import statement sits (in a function, under
+    TYPE_CHECKING). Importing a submodule runs its package's `__init__` too; that implicit edge is left out."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            # `from pipelines.ingest import staging` imports the module staging; `from pipelines.ingest.steps import sync`, steps.
+            submodules = {f"{source}.{alias.name}" for alias in node.names} & known.keys()
+            found |= submodules or {source}
+    return {module for module in found if module in known and module != name}
+
+
+def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    known = modules(root)
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+@functools.cache
+def _package_graph() -> dict[str, frozenset[str]]:
+    return {name: frozenset(targets) for name, targets in graph().items()}
+
+
+def closure(entries: Iterable[str], leave_out: Iterable[str] = ()) -> list[str]:
+    """The modules `entries` run: themselves and every module they import, transitively, sorted. A module
+    under one of `leave_out` (a dotted prefix) is neither counted nor followed: code a stage imports but that
+    belongs to another asset's version (the series statistics' modules, for the SQL statistics)."""
+    edges = _package_graph()
+    excluded = tuple(leave_out)
+    seen: set[str] = set()
+    frontier = [entry for entry in entries]
+    while frontier:
+        module = frontier.pop()
+        if module in seen or any(module == prefix or module.startswith(prefix + ".") for prefix in excluded):
+            continue
+        if module not in edges:
+            raise KeyError(f"{module} is not a module of pipelines")
+        seen.add(module)
+        frontier.extend(edges[module])
+    return sorted(seen)
+
+
+def code_version(
+    entries: Iterable[str],
+    sql: Iterable[str] = (),
+    leave_out: Iterable[str] = (),
+    libraries: Iterable[str] = (),
+    files: Iterable[Path] = (),
+) -> str:
+    """A digest of the source of `closure(entries, leave_out)`, of the named SQL files (as `sql_files` names them),
+    of other `files` the stage reads as code (the catalogs), and of the versions of the `libraries` whose
+    results the stage writes as they compute them (ruptures' change points)."""
+    known = modules()
+    digest = hashlib.sha256()
+    for name in closure(entries, leave_out):
+        digest.update(f"module {name}\0".encode() + known[name].read_bytes() + b"\0")
+    for name in sorted(set(sql)):
+        digest.update(f"sql {name}\0{sql_files.text(name)}\0".encode())
+    for path in sorted(files):
+        digest.update(f"file {path.name}\0".encode() + path.read_bytes() + b"\0")
+    for library in sorted(libraries):
+        digest.update(f"library {library} {importlib.metadata.version(library)}\0".encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,101 @@
+"""warehouse.duckdb as a build of its own (`storage.builds`): made when a statistic's key or the file's own code
+changed, judged by the statistics' SQL checks before it is published, and otherwise kept as it is.
+
+The build records its sha256: bit rot or a copy tool can change a byte and keep the size, so a run that would
+keep the file first reads it whole (a few seconds at 10M runs) and builds it again when it differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.core.errors import UserError
+from pipelines.duck import database_build, versions
+from pipelines.duck.db import DATABASE_NAME, TABLES, SqlCheckResult, run_checks
+from pipelines.storage import builds
+
+TABLES_STAGE = "tables"
+LINKS = {DATABASE_NAME: DATABASE_NAME}
+
+
+class DatabaseRefused(UserError):
+    """A new warehouse.duckdb whose statistics failed a check: kept unpublished, readers keep the last good one."""
+
+
+@dataclass(frozen=True)
+class DatabaseBuild:
+    rebuilt: bool
+    row_counts: dict[str, int]
+    key: str
+    # Each statistic's key: its data version.
+    statistics: dict[str, str]
+    checks: list[SqlCheckResult] = field(default_factory=list)
+    damaged: str | None = None  # why the file found was not the one its build wrote, when it was built again for that
+
+
+def tables_key(warehouse_dir: Path) -> str:
+    """The published tables' build key; for tables written outside a build (a test's, the bench's), the identity
+    of their files, which a rewrite changes."""
+    current = builds.Stage(warehouse_dir, TABLES_STAGE).current()
+    if current is not None:
+        return current.key
+    states = []
+    for table in TABLES:
+        for path in [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]:
+            if path.is_file():
+                stat = path.stat()
+                states.append([str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size])
+    return builds.build_key("unbuilt tables", "", states)
+
+
+def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> DatabaseBuild:
+    """Publish the database build of the tables and code as they are now, building it unless it exists intact."""
+    warehouse_dir = Path(warehouse_dir)
+    statistics = versions.statistic_keys(tables_key(warehouse_dir), baselines)
+    key = versions.database_key(statistics, baselines)
+    stage = builds.Stage(warehouse_dir, versions.STAGE)
+    found = stage.get(key)
+    damaged = _damage(found, warehouse_dir) if found is not None else None
+    if found is not None and damaged is None:
+        stage.publish(found, LINKS)
+        return _outcome(found, rebuilt=False)
+    build = stage.make(key, lambda folder: _write(warehouse_dir, baselines, statistics, folder))
+    failing = [check for check in _checks(build) if not check.passed]
+    if failing:
+        named = ", ".join(sorted({f"{check.check} on {check.table}" for check in failing}))
+        raise DatabaseRefused(f"the new {DATABASE_NAME} failed its checks ({named}) and was not published: the last good one stays")
+    stage.publish(build, LINKS)
+    return _outcome(build, rebuilt=True, damaged=damaged)
+
+
+def _write(warehouse_dir: Path, baselines: Sequence[str], statistics: dict[str, str], folder: Path) -> dict:
+    target = folder / DATABASE_NAME
+    counts = database_build.build_database(warehouse_dir, baselines, target)
+    checks = [{"check": c.check, "table": c.table, "failures": c.failures} for c in run_checks(folder)]
+    return {"row_counts": counts, "statistics": statistics, "sha256": file_sha256(target), "checks": checks}
+
+
+def _checks(build: builds.Build) -> list[SqlCheckResult]:
+    return [SqlCheckResult(**recorded) for recorded in build.result["checks"]]
+
+
+def _outcome(build: builds.Build, rebuilt: bool, damaged: str | None = None) -> DatabaseBuild:
+    result = build.result
+    return DatabaseBuild(rebuilt, result["row_counts"], build.key, result["statistics"], _checks(build), damaged)
+
+
+def _damage(build: builds.Build, warehouse_dir: Path) -> str | None:
+    problem = build.damage()
+    if problem is not None:
+        return problem
+    if file_sha256(build.content / DATABASE_NAME) != build.result["sha256"]:
+        return f"{warehouse_dir / DATABASE_NAME} is damaged (its sha256 differs from the one its build recorded)"
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -1,0 +1,151 @@
+"""One freshness mechanism: each stage's code version is a digest of the code and SQL it runs, its build key is its
+data version, so Dagster's staleness and the skip agree. A change to one module or SQL file of a stage shows exactly
+the assets that depend on it stale in Dagster, and the next run gives exactly those a new data version; a run with
+no change keeps every data version, the exports' and the report's included."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from conftest import liger_csv, liger_row
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContextForTest
+from test_materialize import DATA, load_defs
+
+from pipelines.assemble import build as tables_build
+from pipelines.core import code_version, sql_files
+from pipelines.duck import db, versions
+from pipelines.exports.report import build as report_build
+from pipelines.orchestration.materialize import ingest
+
+# The definitions' modules, which set each asset's code version when they are imported.
+DEFS_MODULES = (
+    "pipelines.defs.tables.assets",
+    "pipelines.defs.statistics.assets",
+    "pipelines.defs.exports.assets",
+    "pipelines.defs.exports.liger_exports",
+    "pipelines.defs.exports.report",
+)
+SOURCE = {"upstream_source", "raw_snapshots"}
+TABLES = set(tables_build.TABLE_NAMES)
+EXPORTS = {"resource_documents", "latest_liger_csvs", "bmf_exports"}
+
+
+def changed_module(monkeypatch, tmp_path: Path, module: str) -> None:
+    """`module` as if a line were added to it: its code digest changes, its behaviour does not."""
+    known = code_version.modules()
+    copy = tmp_path / f"{module}.py"
+    copy.write_text(known[module].read_text() + "\n# a changed line\n")
+    monkeypatch.setattr(code_version, "modules", lambda root=code_version.PACKAGE: {**known, module: copy})
+
+
+def changed_sql(monkeypatch, name: str) -> None:
+    """The SQL file `name` with a comment added: the statistic computes the same rows, its description differs."""
+    original = sql_files.text
+
+    def text(asked: str) -> str:
+        return original(asked).replace("\n", "\n-- a comment added by hand\n", 1) if asked == name else original(asked)
+
+    monkeypatch.setattr(sql_files, "text", text)
+
+
+def reload_definitions(monkeypatch, tmp_path: Path, source: Path) -> dg.Definitions:
+    """The definitions as a process started after the change would load them."""
+    for cached in (
+        tables_build.tables_code_version,
+        versions.statistic_code_version,
+        versions.database_code_version,
+        report_build.report_code_version,
+    ):
+        cached.cache_clear()
+    for module in DEFS_MODULES:
+        importlib.reload(importlib.import_module(module))
+    return load_defs(monkeypatch, tmp_path / "warehouse", source, tmp_path / "cache")
+
+
+def stale(definitions: dg.Definitions, instance: dg.DagsterInstance) -> set[str]:
+    """The unpartitioned assets Dagster shows stale."""
+    graph = definitions.resolve_asset_graph()
+    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
+    keys = [key for key in graph.get_all_asset_keys() if key.to_user_string() not in SOURCE]
+    return {key.to_user_string() for key in keys if resolver.get_status(key) == StaleStatus.STALE}
+
+
+def data_versions(definitions: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, str]:
+    keys = [key for key in definitions.resolve_asset_graph().get_all_asset_keys() if key.to_user_string() not in SOURCE]
+    return {
+        key.to_user_string(): instance.get_latest_data_version_record(key).asset_materialization.tags["dagster/data_version"]
+        for key in keys
+    }
+
+
+def test_a_module_change_is_a_new_normalizer_version(monkeypatch, tmp_path):
+    before = code_version.code_version(["pipelines.ingest.staging"])
+    changed_module(monkeypatch, tmp_path, "pipelines.ingest.normalize_rules")
+    assert code_version.code_version(["pipelines.ingest.staging"]) != before
+    assert code_version.code_version(["pipelines.exports.bmf"]) == code_version.code_version(["pipelines.exports.bmf"])
+
+
+def test_a_statistic_counts_its_own_sql_and_not_the_others(monkeypatch):
+    before = {name: versions.statistic_code_version(name) for name in db.STATISTICS}
+    versions.statistic_code_version.cache_clear()
+    changed_sql(monkeypatch, "statistics/kernel_scorecard")
+    after = {name: versions.statistic_code_version(name) for name in db.STATISTICS}
+    versions.statistic_code_version.cache_clear()
+    assert {name for name in db.STATISTICS if before[name] != after[name]} == {"kernel_scorecard"}
+
+
+@pytest.mark.slow
+def test_a_change_makes_exactly_its_dependents_stale_and_the_next_run_rebuilds_exactly_those(upstream_repo, tmp_path, monkeypatch):
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9"))}, "one")
+    upstream_repo.commit(
+        {DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.8", timestamp="2025-02-01 00:00:00"))}, "two"
+    )
+    definitions = reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+    everything = TABLES | set(db.STATISTICS) | EXPORTS | {"report"}
+    # What changed, the assets Dagster then shows stale (their code version changed: what is downstream of them is
+    # stale once they have a new data version), and those the next run gives a new data version.
+    cases = [
+        ("a module of the report", lambda: changed_module(monkeypatch, tmp_path, "pipelines.exports.report.svg"), {"report"}, {"report"}),
+        (
+            "a module of one export",
+            lambda: changed_module(monkeypatch, tmp_path, "pipelines.exports.bmf"),
+            {"bmf_exports"},
+            {"bmf_exports"},
+        ),
+        (
+            "one statistic's SQL, a comment",
+            lambda: changed_sql(monkeypatch, "statistics/kernel_scorecard"),
+            {"kernel_scorecard"},
+            {"kernel_scorecard", "report"},
+        ),
+        (
+            "a module of the assembly",
+            lambda: changed_module(monkeypatch, tmp_path, "pipelines.assemble.table_builders"),
+            TABLES,
+            everything,
+        ),
+    ]
+    try:
+        with dg.instance_for_test() as instance:
+            assert ingest(definitions, instance).success
+            assert stale(definitions, instance) == set()
+            first = data_versions(definitions, instance)
+            assert ingest(definitions, instance).success
+            assert data_versions(definitions, instance) == first, "a run with no change gave an asset a new data version"
+            before = first
+            for what, change, shown_stale, rebuilt in cases:
+                change()
+                definitions = reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+                assert stale(definitions, instance) == shown_stale, what
+                assert ingest(definitions, instance).success
+                after = data_versions(definitions, instance)
+                assert {name for name in after if after[name] != before[name]} == rebuilt, what
+                assert stale(definitions, instance) == set(), what
+                before = after
+    finally:
+        monkeypatch.undo()
+        reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
