@@ -16,11 +16,11 @@ import pytest
 from conftest import liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines import synthetic
+from bench import synthetic
+from bench.report import TARGETS
 from pipelines.assemble import external_sort, run_identity, tables
 from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.assemble.history import History
-from pipelines.bench_report import TARGETS
 from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
 from pipelines.duck import database_build
@@ -60,7 +60,7 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     command = [
         sys.executable,
         "-m",
-        "pipelines.bench",
+        "bench",
         "--rows",
         str(rows),
         "--json",
@@ -219,8 +219,8 @@ def test_runs_of_rows_with_distinct_ids_equal_the_general_deduplication(tmp_path
 
 
 def test_staging_bench_stages_a_synthetic_history_on_one_and_two_workers(capsys):
-    from pipelines import bench_staging
+    from bench import staging
 
-    assert bench_staging.main(["--no-history", "--snapshots", "4", "--rows", "50", "--json"]) == 0
+    assert staging.main(["--no-history", "--snapshots", "4", "--rows", "50", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert figures["synthetic"]["snapshots"] == 4 and figures["synthetic"]["speedup"] > 0

@@ -13,7 +13,7 @@ import pytest
 from polars.testing import assert_frame_equal
 from test_exact_rebuild import NOT_UTF8, VARIANTS
 
-from pipelines.bench_reader import CANDIDATES, candidate_records
+from bench.reader import CANDIDATES, candidate_records
 from pipelines.core import settings
 from pipelines.ingest.parse import iter_records
 from pipelines.ingest.parse_fast import FastPathRefused
@@ -24,7 +24,7 @@ from pipelines.ingest.parse_layout import Layout
 @pytest.mark.slow
 def test_the_reader_benchmark_runs_at_a_tiny_size(tmp_path):
     rows = 1500
-    command = [sys.executable, "-m", "pipelines.bench_reader", "--rows", str(rows), "--json", "--data-dir", str(tmp_path)]
+    command = [sys.executable, "-m", "bench.reader", "--rows", str(rows), "--json", "--data-dir", str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=settings.PROJECT_ROOT, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])

@@ -11,7 +11,10 @@ From the bottom:
     exports                NDJSON, the Liger CSVs, BMF, the report
     cli                    the command line's parts
     defs, orchestration    the Dagster wiring: they may import any stage, but never `cli`
-    entry points           `__main__` (composes the CLI and the in-process run), the benchmark tools, bootstrap
+    entry points           `__main__` (composes the CLI and the in-process run), bootstrap
+
+The benchmark tools sit above all of it, in `bench/` beside `pipelines/`: the library never imports them, and they
+import nothing of `tests/`.
 
 A module imports only from its own layer or those below, `defs/` and `orchestration/` never from `cli/`, and no
 modules import each other round a circle. Every import counts: at module level, inside a function and under
@@ -27,6 +30,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pipelines"
+BENCH = PACKAGE.parent / "bench"
 
 # Layer order, bottom first: the name of a top-level package or module under pipelines/ -> its rank.
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -39,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("exports",),
     ("cli",),
     ("defs", "definitions", "orchestration"),
-    ("__main__", "bench", "bench_change_points", "bench_phases", "bench_reader", "bench_report", "bench_staging", "synthetic", "bootstrap"),
+    ("__main__", "bootstrap"),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # The Dagster wiring runs the stages; the command line is a stage of its own beside it, and neither imports the other.
@@ -162,6 +166,52 @@ def test_no_module_imports_from_a_layer_above_it_or_from_cli():
 def test_no_import_circle():
     found = cycles(graph())
     assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
+
+
+def top_level_imports(path: Path, root: Path) -> set[str]:
+    """The top-level names `path` (under `root`) imports, wherever the import sits: `bench` for
+    `from bench.report import TARGETS`; a relative import names `root` itself."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add(root.name if node.level else (node.module or "").split(".")[0])
+    return found
+
+
+def importers_of(root: Path, names: set[str]) -> list[str]:
+    """The modules under `root` that import any of `names`, as paths from `root`'s parent."""
+    return [str(path.relative_to(root.parent)) for path in sorted(root.rglob("*.py")) if top_level_imports(path, root) & names]
+
+
+# The suite's modules import each other by their bare names (`from conftest import liger_row`), tests/ being on sys.path.
+TEST_MODULES = {"tests"} | {path.stem for path in (PACKAGE.parent / "tests").glob("*.py")}
+
+
+def test_the_library_never_imports_its_benchmark_tools():
+    found = importers_of(PACKAGE, {"bench"})
+    assert not found, f"these modules of the library import bench/ (move what they need into pipelines/): {found}"
+
+
+def test_the_benchmark_tools_import_nothing_from_the_tests():
+    assert sorted(BENCH.glob("*.py")), "bench/ is missing or holds no module"
+    found = importers_of(BENCH, TEST_MODULES)
+    assert not found, f"these benchmark modules import from tests/ (move what they share into bench/): {found}"
+
+
+def test_the_import_scans_see_an_import_inside_a_function_and_a_relative_one(tmp_path):
+    root = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "def later():\n    from bench import synthetic\n",
+            "core/errors.py": "from . import later\nimport conftest\n",
+        },
+    )
+    assert importers_of(root, {"bench"}) == ["pipelines/core/__init__.py"]
+    assert importers_of(root, {"pipelines"}) == ["pipelines/core/errors.py"]
+    assert importers_of(root, TEST_MODULES) == ["pipelines/core/errors.py"]
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

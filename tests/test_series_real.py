@@ -1,5 +1,5 @@
 """Change points on upstream's real CI history (both streams of the upstream bundle, built into warehouse.duckdb):
-the clear steps found by looking at it (pipelines/bench_change_points.py's KNOWN_STEPS) are reported at their
+the clear steps found by looking at it (bench/change_points.py's KNOWN_STEPS) are reported at their
 commit and in their direction, and series that only spike have none."""
 
 from __future__ import annotations

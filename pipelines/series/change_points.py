@@ -38,7 +38,7 @@ import numpy as np
 
 # BIC's penalty is 2 ln n per change for a unit-variance l2 cost, which assumes normal noise; upstream's
 # week-to-week noise has heavy tails (a fifth of consecutive speed points differ by more than 10%, with a
-# median difference under 1%). Measured on its CI history (python -m pipelines.bench_change_points): at
+# median difference under 1%). Measured on its CI history (python -m bench.change_points): at
 # 3 ln n, 13 change points fell between two runs of one commit, at 8 ln n 2, at 16 ln n none, and every
 # known step was found at all three. At 16 ln n a step over a long segment still needs only about 3 noises
 # (what MIN_SHIFT_NOISES asks anyway); a step with two points after it, about 5.5.

@@ -1,4 +1,4 @@
-"""`python -m pipelines.bench_staging`: staging many snapshots on one process against two.
+"""`python -m bench.staging`: staging many snapshots on one process against two.
 
 A range of partitions is one Dagster step; the step stages its snapshots on up to
 `LIGER_STAGING_WORKERS` processes (pipelines.ingest.stage_pool). This measures that
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines import synthetic
+from bench import synthetic
 from pipelines.core import settings
 from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import stage_new, sync
@@ -61,7 +61,7 @@ def compare(name: str, source: Path, work: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.bench_staging", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.staging", description=__doc__.splitlines()[0])
     parser.add_argument("--snapshots", type=int, default=200, help="commits of the synthetic history (default 200)")
     parser.add_argument("--rows", type=int, default=2000, help="rows of each synthetic snapshot (default 2000)")
     parser.add_argument("--source", type=Path, default=DEFAULT_BUNDLE, help="the real history (default: the shared bundle)")

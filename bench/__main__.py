@@ -1,10 +1,10 @@
-"""`python -m pipelines.bench --rows N`: how close the pipeline runs to what the machine allows.
+"""`python -m bench --rows N`: how close the pipeline runs to what the machine allows.
 
 Every phase runs in a fresh process of its own (its peak RSS and CPU time are
 that process's alone, read with os.wait4) and is set against a floor measured
 in the same run:
 
-- normalize: a synthetic Liger CSV of N rows (pipelines.synthetic, cached
+- normalize: a synthetic Liger CSV of N rows (bench.synthetic, cached
   under --data-dir) ingested as the pipeline ingests a CSV source (sync, stage,
   assemble and commit the SPEC tables), against polars reading the same file
   and writing it as zstd Parquet;
@@ -18,7 +18,7 @@ in the same run:
 - the whole ingest (normalization, then the database build) again at each of
   --scales, for its cost per million rows.
 
-The phases are in pipelines/bench_phases.py, the figures in pipelines/bench_report.py.
+The phases are in bench/phases.py, the figures in bench/report.py.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from pipelines.bench_phases import PHASES
-from pipelines.bench_report import (
+from bench.phases import PHASES
+from bench.report import (
     BUILD,
     BUILD_COPIES,
     CSV_FLOOR,
@@ -106,7 +106,7 @@ def _last_json(text: str) -> dict | None:
 
 
 def _phase_command(phase: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pipelines.bench", "--phase", phase, *args]
+    return [sys.executable, "-m", "bench", "--phase", phase, *args]
 
 
 def _history_env(root: Path, source: Path) -> dict[str, str]:
@@ -158,7 +158,7 @@ def run(
 
 
 def generated_csv(data_dir: Path, rows: int, seed: int) -> Path:
-    """The synthetic CSV (pipelines.synthetic, cached under `data_dir`), made in a process of its own: a child's
+    """The synthetic CSV (bench.synthetic, cached under `data_dir`), made in a process of its own: a child's
     peak RSS starts from its parent's at fork, so a process grown by generating 10M rows would inflate every figure."""
     generated = measure("generate", _phase_command("generate", str(data_dir), str(rows), str(seed)))
     return Path(generated.detail["csv"])
@@ -225,7 +225,7 @@ def _history_rows(warehouse: Path) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the synthetic CSV (default 100000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

@@ -1,9 +1,9 @@
-"""`python -m pipelines.bench_reader --rows N`: today's CSV reader against faster readers given its checks.
+"""`python -m bench.reader --rows N`: today's CSV reader against faster readers given its checks.
 
 Issue 17 saw polars' streaming reader and DuckDB's read_csv (all text) read the
 synthetic file in a quarter and a half of the time `parse.iter_records` takes,
 but without the checks that make the fast path safe. This times, each in a
-fresh process on one synthetic file (pipelines.synthetic, cached under
+fresh process on one synthetic file (bench.synthetic, cached under
 --data-dir), the whole read as staging does it (every frame of
 `iter_records(path, read_header(path))`) against each candidate with the
 same checks, giving the same record frames (the wall time of the read and its CPU time, all threads):
@@ -218,10 +218,10 @@ def phase(name: str, csv: str) -> dict:
 
 
 def compare(csv: Path, candidates: tuple[str, ...] = CANDIDATES) -> dict:
-    from pipelines.bench import measure
+    from bench.__main__ import measure
 
     def timed(name: str) -> dict:
-        command = [sys.executable, "-m", "pipelines.bench_reader", "--phase", name, str(csv)]
+        command = [sys.executable, "-m", "bench.reader", "--phase", name, str(csv)]
         measured = measure(name, command)
         return {**(measured.detail or {}), "wall_s": measured.wall_s, "cpu_s": measured.cpu_s, "peak_rss_mb": measured.peak_rss_mb}
 
@@ -244,7 +244,7 @@ def compare(csv: Path, candidates: tuple[str, ...] = CANDIDATES) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.bench_reader", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.reader", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the synthetic CSV (default 1000000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", type=Path, default=settings.PROJECT_ROOT / "data" / "bench", help="where synthetic CSVs are cached")
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase:
         print(json.dumps(phase(*args.phase)))
         return 0
-    from pipelines.bench import generated_csv
+    from bench.__main__ import generated_csv
 
     csv = generated_csv(args.data_dir, args.rows, args.seed)
     print(f"{args.rows:,} synthetic rows (seed {args.seed}), {os.cpu_count()} cores")

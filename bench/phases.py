@@ -1,4 +1,4 @@
-"""The bench's phases, each run in a process of its own by `python -m pipelines.bench --phase NAME ARGS`;
+"""The bench's phases, each run in a process of its own by `python -m bench --phase NAME ARGS`;
 each returns what it measured as a JSON object."""
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def _phase_series_floor(warehouse: str) -> dict:
 
 
 def _phase_generate(data_dir: str, rows: str, seed: str) -> dict:
-    from pipelines import synthetic
+    from bench import synthetic
 
     return {"csv": str(synthetic.cached_csv(Path(data_dir), int(rows), int(seed)))}
 

@@ -1,4 +1,4 @@
-"""`python -m pipelines.bench_change_points [--bundle PATH]`: which change-point library, measured on upstream's CI history.
+"""`python -m bench.change_points [--bundle PATH]`: which change-point library, measured on upstream's CI history.
 
 Reads every version of every `benchmarks/<commit>[-v<version>]/benchmark.csv` on the bundle's `gh-pages`
 branch through git (87,256 distinct runs), makes the series of SPEC section 8 (kernel, pass, metric, GPU,
@@ -228,7 +228,7 @@ def _given(boundaries: list[int], _scaled: np.ndarray) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.change_points", description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", type=Path, default=BUNDLE, help="the upstream bundle with a gh-pages branch")
     args = parser.parse_args(argv)
     if not args.bundle.is_file():
