@@ -29,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pipelines"
+# The import graph the layers are checked against is the one code versions are derived from.
+from pipelines.core.code_version import PACKAGE, graph, modules
+
 BENCH = PACKAGE.parent / "bench"
 
 # Layer order, bottom first: the name of a top-level package or module under pipelines/ -> its rank.
@@ -48,40 +50,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # The Dagster wiring runs the stages; the command line is a stage of its own beside it, and neither imports the other.
 NEVER_FROM_CLI = ("defs", "definitions", "orchestration")
-
-
-def module_name(path: Path, root: Path = PACKAGE) -> str:
-    parts = path.relative_to(root.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def modules(root: Path = PACKAGE) -> dict[str, Path]:
-    """Every Python module under `root` (the `pipelines/sql` link holds none), by dotted name."""
-    return {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
-
-
-def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The modules of `pipelines` that `name` imports, wherever the import statement sits."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                source = ".".join([*base, node.module] if node.module else base)
-            else:
-                source = node.module or ""
-            # `from pipelines.ingest import staging` imports the module staging; `from pipelines.ingest.steps import sync`, steps.
-            submodules = {f"{source}.{alias.name}" for alias in node.names} & known.keys()
-            found |= submodules or {source}
-    return {module for module in found if module in known and module != name}
-
-
-def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
-    known = modules(root)
-    return {name: imports(name, path, known) for name, path in known.items()}
 
 
 def layer(module: str) -> str:
