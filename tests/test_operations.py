@@ -12,12 +12,14 @@ import pytest
 from conftest import FILE_GLOB, build_warehouse, git, liger_csv, liger_row
 from dagster._core.storage.defs_state.base import DefsStateStorage
 
+from pipelines.assemble import build, checks
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import daily_ingest, ingest_everything
 from pipelines.defs.source.sensors import upstream_data_sensor
 from pipelines.ingest.source_types import SourceError
 from pipelines.ingest.upstream_changes import SENSOR_CACHE
 from pipelines.orchestration.materialize import ingest
+from pipelines.orchestration.sensor_cursor import SensorCursor
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
@@ -185,7 +187,10 @@ def test_new_data_commit_adds_one_partition_and_one_run_that_stages_only_it(setu
         result = tick(warehouse, before, instance)
         assert len(result.run_requests) == 1
         [request] = result.run_requests
-        assert result.cursor == new and request.run_key == new
+        # The cursor moves past the new head only once its run succeeded.
+        pending = SensorCursor.parse(result.cursor)
+        assert pending.head == before and pending.pending.head == new and request.run_key == new
+        assert "has not finished" in tick(warehouse, result.cursor, instance).skip_reason.skip_message
         assert request.tags["upstream/new_snapshots"] == "1"
         assert request.partition_key == snapshot_id(repo) and request.asset_selection is None
         assert instance.get_dynamic_partitions("snapshots") == [f"{before[:12]}/all_benchmark_data.csv", snapshot_id(repo)]
@@ -202,6 +207,36 @@ def test_new_data_commit_adds_one_partition_and_one_run_that_stages_only_it(setu
 
         after = tick(warehouse, result.cursor, instance)
     assert not after.run_requests and after.cursor == new
+
+
+@pytest.mark.slow
+def test_a_failed_sensor_run_is_asked_for_again_after_a_backoff_and_the_cursor_waits_for_success(setup, monkeypatch):
+    repo, warehouse = setup
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingested(warehouse, instance)
+        before = head(repo)
+        new = repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", timestamp="2025-02-01 00:00:00"))}, "new runs")
+        first = tick(warehouse, before, instance)
+        [request] = first.run_requests
+        broken = checks.CheckOutcome(False, "broken on purpose")
+        with monkeypatch.context() as patched:
+            patched.setattr(
+                build, "CHECKS", tuple((t, n, (lambda _: broken) if n == "run_id_unique" else f, b) for t, n, f, b in build.CHECKS)
+            )
+            assert not run_request(warehouse, request, instance, raise_on_error=False).success
+        waiting = tick(warehouse, first.cursor, instance)
+        assert not waiting.run_requests and "failed; asking again after" in waiting.skip_reason.skip_message
+        assert SensorCursor.parse(waiting.cursor).head == before, "the cursor moved past a head whose run failed"
+        # Once the backoff (the sensor's interval for a first retry) has passed, the same head is asked for again.
+        pending = SensorCursor.parse(first.cursor).pending
+        monkeypatch.setattr("time.time", lambda: pending.retry_at(3600) + 1)
+        retry = tick(warehouse, waiting.cursor, instance)
+        [again] = retry.run_requests
+        assert again.run_key == f"{new}-retry-1" and again.tags["upstream/attempt"] == "1"
+        assert run_request(warehouse, again, instance).success
+        done = tick(warehouse, retry.cursor, instance)
+    assert not done.run_requests and done.cursor == new
+    assert set(pl.read_parquet(warehouse.path / "runs.parquet")["provider"]) == {"liger", "huggingface"}
 
 
 def test_commit_touching_no_data_file_starts_no_run_but_moves_the_cursor(setup):
@@ -313,19 +348,31 @@ def test_daily_runs_ingest_then_change_nothing(upstream_repo, tmp_path, instance
     assert {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in warehouse.path.glob("*.parquet")} == tables
 
 
-def test_failing_blocking_check_stops_everything_downstream(upstream_repo, tmp_path, monkeypatch):
-    # p20 above the median is not a parse error, so the row is accepted and the contract check must catch it.
-    upstream_repo.commit({DATA: liger_csv(liger_row(y50="0.5", y20="0.7", y80="0.6"))}, "bad quantiles")
+def test_a_build_failing_a_blocking_check_is_never_published(upstream_repo, tmp_path, monkeypatch):
+    # Quantiles out of order upstream are quarantined by the normalizer: the row never reaches a table.
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch", y50="0.5", y20="0.7", y80="0.6"))}, "bad quantiles")
     for name, value in {"WAREHOUSE_DIR": tmp_path / "w", "LIGER_SOURCE": upstream_repo.path, "LIGER_CACHE_DIR": tmp_path / "c"}.items():
         monkeypatch.setenv(name, str(value))
     from pipelines.definitions import defs
 
     with dg.DagsterInstance.ephemeral() as instance:
+        assert ingest(defs(), instance).success
+        quarantine = pl.read_parquet(tmp_path / "w" / "quarantine.parquet")
+        assert quarantine["reason"].str.contains("quantiles out of order").to_list() == [True]
+        published = {name: (tmp_path / "w" / f"{name}.parquet").read_bytes() for name in ("runs", "measurements")}
+        database = (tmp_path / "w" / "warehouse.duckdb").read_bytes()
+
+        # A tables build that fails a blocking check (code gone wrong, say) is never what readers see.
+        upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface"))}, "more")
+        broken = checks.CheckOutcome(False, "1 passed runs break p20 <= p50 <= p80")
+        monkeypatch.setattr(
+            build, "CHECKS", tuple((t, n, (lambda _: broken) if n == "quantiles_ordered" else f, b) for t, n, f, b in build.CHECKS)
+        )
         result = ingest(defs(), instance, raise_on_error=False)
     assert not result.success
-    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
-    assert failed == {"quantiles_ordered"}
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert "quantiles_ordered" in failure.step_failure_data.error.message and "not published" in failure.step_failure_data.error.message
+    assert {name: (tmp_path / "w" / f"{name}.parquet").read_bytes() for name in ("runs", "measurements")} == published
+    assert (tmp_path / "w" / "warehouse.duckdb").read_bytes() == database
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    assert "runs" in materialized
-    assert not materialized & {"comparable_groups", "resource_documents"}
-    assert not (tmp_path / "w" / "warehouse.duckdb").exists()
+    assert not materialized & {"runs", "comparable_groups", "resource_documents", "report"}

@@ -91,6 +91,7 @@ def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
         report = _report(build, rewritten=True, damaged=problem)
         failed = {name: outcome for name, outcome in report.outcomes.items() if name in BLOCKING and not outcome.passed}
         if failed:
+            stage.discard(build)
             raise BuildRefused(STAGE, failed)
     stage.publish(build, LINKS)
     if current is not None and current.key != build.key:

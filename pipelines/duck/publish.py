@@ -65,6 +65,7 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
     build = stage.make(key, lambda folder: _write(warehouse_dir, baselines, statistics, folder))
     failing = [check for check in _checks(build) if not check.passed]
     if failing:
+        stage.discard(build)
         named = ", ".join(sorted({f"{check.check} on {check.table}" for check in failing}))
         raise DatabaseRefused(f"the new {DATABASE_NAME} failed its checks ({named}) and was not published: the last good one stays")
     stage.publish(build, LINKS)

@@ -110,6 +110,11 @@ class Stage:
             raise
         return Build(self.name, key, final, files, result)
 
+    def discard(self, build: Build) -> None:
+        """Delete a build that is not to be published (it failed a blocking check): the next run judges a new one."""
+        if self.current() is None or self.current().key != build.key:
+            shutil.rmtree(build.folder, ignore_errors=True)
+
     def publish(self, build: Build, links: Mapping[str, str] | None = None) -> None:
         """Make `build` the current one (one rename of the `current` link), keep the one it replaces as `previous`,
         delete the others, and make sure each published path (relative to the warehouse) links to its file in
