@@ -30,7 +30,7 @@ class Page(HTMLParser):
 
     def __init__(self, path: Path):
         super().__init__()
-        self.path = path
+        self.path = path.resolve()  # the report is a link to its build: pages are named by where they are
         self.title = ""
         self.ids: set[str] = set()
         self.links: list[str] = []
@@ -77,7 +77,7 @@ class Page(HTMLParser):
 
 
 def site_pages(folder: Path) -> dict[Path, Page]:
-    return {path.resolve(): Page(path.resolve()) for path in sorted(folder.rglob("*.html"))}
+    return {path.resolve(): Page(path) for path in sorted(folder.rglob("*.html"))}
 
 
 class TableReader(HTMLParser):

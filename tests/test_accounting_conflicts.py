@@ -68,7 +68,8 @@ def test_a_conflict_is_quarantined_naming_both_snapshots_and_every_snapshot_rebu
     run_of = {r["x_value"]: r for r in runs.iter_rows(named=True)}
     assert held[second, 1] == (
         f"conflict: run {run_of['1024']['run_id']} was first seen in {first} with other values "
-        f"(y_value_50: 0.5 there, 0.7 here; liger_version: 0.5.0 there, 0.6.0 here); this row of {second} is not a second run"
+        f"(y_value_50: 0.5 there, 0.7 here; y_value_80: 0.6 there, 0.7 here; liger_version: 0.5.0 there, 0.6.0 here); "
+        f"this row of {second} is not a second run"
     )
     assert f"first seen in {first}" in held[second, 3] and "(metric_unit: ms there, s here)" in held[second, 3]
     assert f"first seen in {first}" in held[third, 3] and f"this row of {third}" in held[third, 3]
