@@ -61,7 +61,7 @@ from bench.report import (
     table,
     target_lines,
 )
-from pipelines.core import settings
+from pipelines.core import layout, settings
 
 # Upstream with both streams (main's benchmark/data/ and gh-pages' CI history), else main alone.
 DEFAULT_BUNDLE = next(
@@ -220,7 +220,7 @@ def _with_run_events(phase: Phase, env: dict[str, str]) -> Phase:
 def _history_rows(warehouse: Path) -> int | None:
     import polars as pl
 
-    snapshots = warehouse / "snapshots.parquet"
+    snapshots = layout.Layout(warehouse).table("snapshots")
     return int(pl.read_parquet(snapshots)["row_count"].sum()) if snapshots.exists() else None
 
 

@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.core import settings
+from pipelines.core import layout, settings
 
 FLOOR_GROUP_BY = (
     "CREATE TEMP TABLE floor AS SELECT group_id, quantile_cont(value, 0.2) AS p20, quantile_cont(value, 0.8) AS p80 "
@@ -83,9 +83,9 @@ def _phase_normalize_output(csv: str, warehouse: str) -> dict:
     with tempfile.TemporaryDirectory(dir=Path(warehouse).parent) as folder:
         for name, unique in tables.ROW_TABLES_UNIQUE.items():
             with store.ParquetAppender(
-                Path(folder) / f"{name}.parquet", schemas.TABLES[name], unique, sorted_by=tables.SORTED_BY.get(name)
+                Path(folder) / layout.table_file(name), schemas.TABLES[name], unique, sorted_by=tables.SORTED_BY.get(name)
             ) as out:
-                for batch in pq.ParquetFile(Path(warehouse) / f"{name}.parquet").iter_batches(external_sort.BUCKET_ROWS):
+                for batch in pq.ParquetFile(layout.Layout(warehouse).table(name)).iter_batches(external_sort.BUCKET_ROWS):
                     frame = pl.from_arrow(batch)
                     started, cpu = time.perf_counter(), time.process_time()
                     out.write(frame)
@@ -162,7 +162,7 @@ def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     database_build._load_tables = timing("load_s", database_build._load_tables)
     database_build._create_statistics = timing("sql_s", database_build._create_statistics)
     counts = database_build.build_database(folder, settings.read().baselines)
-    size = db.database_path(folder).stat().st_size
+    size = layout.Layout(folder).database.stat().st_size
     return {
         "sql_s": timed["sql_s"],
         "load_s": timed["load_s"],
@@ -184,9 +184,7 @@ def _linked_warehouse(warehouse: Path, folder: Path) -> Path:
 def _phase_statistics_floor(warehouse: str) -> dict:
     import duckdb
 
-    from pipelines.duck import db
-
-    with duckdb.connect(str(db.database_path(Path(warehouse))), read_only=True) as con:
+    with duckdb.connect(str(layout.Layout(warehouse).database), read_only=True) as con:
         started = time.perf_counter()
         con.execute(FLOOR_GROUP_BY)
         seconds = time.perf_counter() - started
@@ -201,7 +199,7 @@ def _phase_statistics_output(warehouse: str) -> dict:
 
     from pipelines.duck import database_build, db
 
-    database = db.database_path(Path(warehouse))
+    database = layout.Layout(warehouse).database
     with (
         tempfile.TemporaryDirectory(dir=database.parent) as folder,
         duckdb.connect(str(Path(folder) / "copy.duckdb"), config={"memory_limit": database_build.MEMORY_LIMIT}) as con,
@@ -225,7 +223,7 @@ def _phase_series_floor(warehouse: str) -> dict:
     from pipelines.core import sql_files
     from pipelines.duck import database_build, db
 
-    database = db.database_path(Path(warehouse))
+    database = layout.Layout(warehouse).database
     with (
         tempfile.TemporaryDirectory(dir=database.parent) as folder,
         duckdb.connect(str(Path(folder) / "floor.duckdb"), config={"memory_limit": database_build.MEMORY_LIMIT}) as con,

@@ -17,6 +17,7 @@ from pipelines.cli.cli_report import add_report_parser
 from pipelines.cli.cli_verdict import add_verdict_parser
 from pipelines.core import instance, settings
 from pipelines.core.errors import UserError
+from pipelines.core.layout import Layout
 
 VERBOSE_HELP = "on an error, also print its stack (before the one line that says what to do)"
 
@@ -55,7 +56,7 @@ def show_run(args: argparse.Namespace) -> int:
     from pipelines.exports.ndjson import show_run as find
 
     warehouse = settings.read().warehouse_dir
-    if not (warehouse / "runs.parquet").is_file():
+    if not Layout(warehouse).table("runs").is_file():
         raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
     document = find(warehouse, args.run_id)
     if document is None:

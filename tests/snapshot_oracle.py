@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.assemble import checks, tables
+from pipelines.core import layout
 from pipelines.core.schemas import AS_WRITTEN, QUARANTINE, RUN_ROWS
 from pipelines.ingest import staging
 from pipelines.ingest.normalize_cache import DistinctCache
@@ -48,7 +49,7 @@ def stage(warehouse: Path, data: bytes, snapshot: str = "c1", sequence: int = 1)
 
 
 def staged(warehouse: Path, meta: staging.SnapshotMeta, prefix: str) -> pl.DataFrame:
-    folder = staging.staging_dir(warehouse) / staging.snapshot_key(meta.snapshot_id)
+    folder = layout.Layout(warehouse).staged(meta.snapshot_id)
     return pl.read_parquet(sorted(folder.glob(f"{prefix}-*.parquet")), schema=RUN_ROWS if prefix == "rows" else QUARANTINE)
 
 

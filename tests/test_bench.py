@@ -23,10 +23,10 @@ from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.assemble.history import History
 from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
+from pipelines.core.layout import Layout
 from pipelines.duck import database_build
 from pipelines.ingest import parse_fast
 from pipelines.ingest.source_settings import SourceSettings
-from pipelines.ingest.staging import staging_dir
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
@@ -161,8 +161,8 @@ def test_streamed_normalization_equals_the_in_memory_one(tmp_path, monkeypatch):
     monkeypatch.setattr(external_sort, "FLUSH_ROWS", 300)
     streamed = normalize_into(tmp_path / "streamed" / "warehouse", source)
 
-    assert len(list(staging_dir(streamed).glob("*/rows-*.parquet"))) > 50, "the file was not read in many chunks"
-    assert len(list(staging_dir(whole).glob("*/rows-*.parquet"))) == 1
+    assert len(list(Layout(streamed).staging.glob("*/rows-*.parquet"))) > 50, "the file was not read in many chunks"
+    assert len(list(Layout(whole).staging.glob("*/rows-*.parquet"))) == 1
     for name in TABLE_NAMES:
         assert_frame_equal(pl.read_parquet(whole / f"{name}.parquet"), pl.read_parquet(streamed / f"{name}.parquet"), check_exact=True)
     runs = pl.read_parquet(streamed / "runs.parquet")

@@ -17,14 +17,14 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
 from pipelines.assemble import checks, tables
-from pipelines.assemble.build import STAGE, TABLE_NAMES, build_tables
-from pipelines.core import settings
-from pipelines.duck import db, publish, versions
+from pipelines.assemble.build import TABLE_NAMES, build_tables
+from pipelines.core import layout, settings
+from pipelines.duck import db, publish
 from pipelines.ingest import staging
 from pipelines.ingest.source_settings import SourceSettings
-from pipelines.ingest.steps import LISTING, recorded_listing, stage_new, sync
+from pipelines.ingest.steps import recorded_listing, stage_new, sync
 from pipelines.ingest.upstream_changes import check_upstream
-from pipelines.storage import builds, store
+from pipelines.storage import store
 
 # Slow tier (every kind of damage to every file, each followed by the next run): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -141,17 +141,17 @@ DAMAGES = {"truncated": truncated, "garbage": garbage, "empty": emptied}
 
 def staged_folder(warehouse: Path, file: str = DATA) -> Path:
     """The staging folder of the newest snapshot of `file`."""
-    metas = [json.loads(meta.read_text()) for meta in (warehouse / staging.STAGING).glob(f"*/{staging.META}")]
+    metas = [json.loads(meta.read_text()) for meta in layout.Layout(warehouse).staging.glob(f"*/{layout.META}")]
     newest = max((m for m in metas if m["source_file"] == file), key=lambda m: m["sequence"])
-    return warehouse / staging.STAGING / staging.snapshot_key(newest["snapshot_id"])
+    return layout.Layout(warehouse).staged(newest["snapshot_id"])
 
 
 def assert_staging_intact(warehouse: Path, listed: int) -> None:
     """Every staged snapshot reads whole: the damaged one was staged again, not kept."""
-    folders = [f for f in (warehouse / staging.STAGING).iterdir() if not f.name.startswith(".")]
+    folders = [f for f in layout.Layout(warehouse).staging.iterdir() if not f.name.startswith(".")]
     assert len(folders) == listed
     for folder in folders:
-        meta = staging.SnapshotMeta(**json.loads((folder / staging.META).read_text()))
+        meta = staging.SnapshotMeta(**json.loads((folder / layout.META).read_text()))
         assert sum(pl.read_parquet(p).height for p in folder.glob("rows-*.parquet")) == meta.accepted
         assert sum(pl.read_parquet(p).height for p in folder.glob("quarantine-*.parquet")) == meta.quarantined
 
@@ -186,11 +186,11 @@ STAGED_DAMAGES = {
     "rows part missing": lambda folder: (folder / "rows-00000.parquet").unlink(),
     "quarantine part truncated": lambda folder: truncated(folder / "quarantine-00000.parquet"),
     "quarantine part empty": lambda folder: emptied(folder / "quarantine-00000.parquet"),
-    "meta not JSON": lambda folder: garbage(folder / staging.META),
-    "meta truncated": lambda folder: truncated(folder / staging.META),
-    "meta wrong fields": lambda folder: (folder / staging.META).write_text(json.dumps({"snapshot_id": 1, "normalizer_version": 3})),
-    "meta a list": lambda folder: (folder / staging.META).write_text("[3]"),
-    "meta missing": lambda folder: (folder / staging.META).unlink(),
+    "meta not JSON": lambda folder: garbage(folder / layout.META),
+    "meta truncated": lambda folder: truncated(folder / layout.META),
+    "meta wrong fields": lambda folder: (folder / layout.META).write_text(json.dumps({"snapshot_id": 1, "normalizer_version": 3})),
+    "meta a list": lambda folder: (folder / layout.META).write_text("[3]"),
+    "meta missing": lambda folder: (folder / layout.META).unlink(),
 }
 
 
@@ -215,7 +215,7 @@ def test_a_staged_part_damaged_inside_is_named_then_staged_again(clean, tmp_path
     pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
     data[4:pages_end] = os.urandom(pages_end - 4)
     part.write_bytes(bytes(data))
-    shutil.rmtree(warehouse / builds.BUILDS / STAGE)  # the tables are assembled again, reading every part
+    shutil.rmtree(layout.Layout(warehouse).builds(layout.TABLES_STAGE))  # the tables are assembled again, reading every part
     with pytest.raises(store.DamagedFile) as caught:
         run_next(warehouse, cache, clean.source)
     assert_one_clear_line(str(caught.value), str(part))
@@ -235,14 +235,14 @@ LISTING_DAMAGES = {
 @pytest.mark.parametrize("damage", LISTING_DAMAGES)
 def test_a_damaged_listing_is_synced_again(clean, tmp_path, damage):
     warehouse, cache = clean.copy(tmp_path / "w")
-    LISTING_DAMAGES[damage](warehouse / LISTING)
+    LISTING_DAMAGES[damage](layout.Layout(warehouse).listing)
     source_settings = SourceSettings(clean.source, "main", FILE_GLOB, cache)
     # The sensor does not fail on it: it asks for the run that lists the source again.
     assert check_upstream(warehouse, source_settings, None).files_at_head_changed
     # The tables alone (materialized without the source) say which file and what to do.
     with pytest.raises(store.DamagedFile) as caught:
         recorded_listing(warehouse)
-    assert_one_clear_line(str(caught.value), str(warehouse / LISTING), "upstream_source")
+    assert_one_clear_line(str(caught.value), str(layout.Layout(warehouse).listing), "upstream_source")
     run_next(warehouse, cache, clean.source)
     clean.assert_equal(warehouse)
 
@@ -256,10 +256,10 @@ MANIFEST_DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", MANIFEST_DAMAGES)
-@pytest.mark.parametrize("stage", [STAGE, versions.STAGE])
+@pytest.mark.parametrize("stage", [layout.TABLES_STAGE, layout.DATABASE_STAGE])
 def test_a_damaged_build_manifest_means_a_rebuild(clean, tmp_path, stage, damage):
     warehouse, cache = clean.copy(tmp_path / "w")
-    manifest = warehouse / builds.BUILDS / stage / builds.CURRENT / builds.MANIFEST
+    manifest = layout.Layout(warehouse).builds(stage) / layout.CURRENT / layout.MANIFEST
     MANIFEST_DAMAGES[damage](manifest)
     run_next(warehouse, cache, clean.source)
     clean.assert_equal(warehouse)
@@ -268,7 +268,7 @@ def test_a_damaged_build_manifest_means_a_rebuild(clean, tmp_path, stage, damage
 
 def without_database_builds(warehouse: Path) -> None:
     """As if the database had never been built from these tables: its next build reads every table."""
-    shutil.rmtree(warehouse / builds.BUILDS / versions.STAGE)
+    shutil.rmtree(layout.Layout(warehouse).builds(layout.DATABASE_STAGE))
 
 
 def test_a_damaged_table_is_named_when_the_statistics_run_alone(clean, tmp_path):
@@ -309,7 +309,7 @@ def test_a_damaged_snapshot_the_source_no_longer_has_is_named_with_what_to_do(tm
     before = read_tables(warehouse)
     metas = staging.staged_metas(warehouse)
     older = min(metas, key=lambda m: m.ingest_seq)
-    folder = warehouse / staging.STAGING / staging.snapshot_key(older.snapshot_id)
+    folder = layout.Layout(warehouse).staged(older.snapshot_id)
     truncated(folder / "rows-00000.parquet")
     with pytest.raises(store.DamagedFile) as caught, store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)

@@ -18,8 +18,8 @@ from dagster._core.events import DagsterEventType
 from test_kill import start_parked, wait_for
 from test_webserver import instance_home, stop
 
-from pipelines.core import liveness, settings
-from pipelines.storage import builds, store
+from pipelines.core import layout, liveness, settings
+from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 DAEMON_SECONDS = 300
@@ -84,7 +84,7 @@ def test_the_cli_fails_a_killed_run_and_goes_ahead(upstream_repo, tmp_path):
     upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1"))}, "one")
     warehouse = tmp_path / "warehouse"
     home = instance_home(tmp_path)
-    process, marker = start_parked(builds.CURRENT, warehouse, upstream_repo.path, tmp_path)
+    process, marker = start_parked(layout.CURRENT, warehouse, upstream_repo.path, tmp_path)
     try:
         wait_for(marker, process)
     finally:

@@ -17,7 +17,7 @@ import duckdb
 import pytest
 from statistics_warehouse import BASELINES, fixture_runs, write_warehouse
 
-from pipelines.core import column_docs, settings
+from pipelines.core import column_docs, layout, settings
 from pipelines.duck import database_build, db, publish
 
 pytest_plugins = ["statistics_warehouse"]
@@ -77,7 +77,7 @@ def test_a_copied_warehouse_answers_through_plain_duckdb_from_another_folder(bui
         "    con.execute(query).fetchall()\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(copy / db.DATABASE_NAME), *readme_queries(), *MORE_QUERIES],
+        [sys.executable, "-c", script, str(layout.Layout(copy).database), *readme_queries(), *MORE_QUERIES],
         cwd=other,
         capture_output=True,
         text=True,

@@ -14,7 +14,8 @@ import pytest
 from fault_harness import History, assert_valid, ingest_now, same_tables
 from robustness_tally import trial
 
-from pipelines.storage import builds, store
+from pipelines.core import layout
+from pipelines.storage import store
 
 # Slow tier (faults injected into whole ingests): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -86,7 +87,7 @@ def test_disk_full_in_the_middle_of_any_parquet_write(history, tmp_path):
 @pytest.mark.parametrize(
     ("target", "where"),
     [
-        ("pipelines.storage.store.write_bytes_atomic", builds.MANIFEST),
+        ("pipelines.storage.store.write_bytes_atomic", layout.MANIFEST),
         ("pipelines.storage.store.write_bytes_atomic", "_source.json"),
         ("pipelines.duck.database_build._create_statistics", None),
     ],

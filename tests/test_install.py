@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from conftest import liger_csv, liger_row
 
-from pipelines.core import instance, settings, sql_files
+from pipelines.core import instance, layout, settings, sql_files
 from pipelines.duck import db
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -59,7 +59,7 @@ def _materialize(python: Path, env: dict[str, str], cwd: Path, upstream_repo) ->
 
 
 def _statistic_counts(warehouse: Path) -> dict[str, int]:
-    with duckdb.connect(str(warehouse / db.DATABASE_NAME), read_only=True) as con:
+    with duckdb.connect(str(layout.Layout(warehouse).database), read_only=True) as con:
         return {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0] for name in db.STATISTICS}
 
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import liger_csv, liger_row
 from test_materialize import dagster_home, run_cli  # noqa: F401 (fixture)
 
-from pipelines.core import instance
+from pipelines.core import instance, layout
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -22,7 +22,7 @@ def test_a_second_warehouse_on_one_instance_is_refused_until_the_first_is_gone(t
         instance.claim(home, tmp_path / "b")
     shutil.rmtree(tmp_path / "a")
     instance.claim(home, tmp_path / "b")
-    assert (home / instance.CLAIM).read_text().strip() == str((tmp_path / "b").resolve())
+    assert layout.owner_marker(home).read_text().strip() == str((tmp_path / "b").resolve())
 
 
 @pytest.mark.slow

@@ -17,9 +17,9 @@ from conftest import build_warehouse, liger_csv, liger_row
 
 from pipelines.assemble import checks
 from pipelines.assemble.build import TABLE_NAMES
-from pipelines.core import settings
+from pipelines.core import layout, settings
 from pipelines.duck import database_build, db
-from pipelines.storage import builds, store
+from pipelines.storage import store
 
 # Slow tier (materializations killed mid-write, each a process of its own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -103,7 +103,7 @@ def wait_for(marker: Path, process: subprocess.Popen) -> None:
 @pytest.mark.parametrize(
     "target",
     [
-        pytest.param(builds.CURRENT, id="tables-built-not-published"),
+        pytest.param(layout.CURRENT, id="tables-built-not-published"),
         pytest.param("warehouse.duckdb", id="database-built-not-swapped"),
     ],
 )

@@ -1,5 +1,5 @@
 """Staged rows leave out the per-value columns of runs; the assembly joins them back from each snapshot's
-workload answers (staging.WORKLOADS) and the catalogs, to the same tables as computing them afresh."""
+workload answers (layout.WORKLOADS) and the catalogs, to the same tables as computing them afresh."""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.assemble import tables
-from pipelines.core import schemas
+from pipelines.core import layout, schemas
 from pipelines.ingest import staging
 from pipelines.ingest.normalize_cache import DistinctCache
 from pipelines.ingest.source_types import SnapshotRef
@@ -25,7 +25,7 @@ def stage(warehouse: Path, cache: DistinctCache, commit: str, sequence: int, tex
 
 
 def snapshot_folder(warehouse: Path, meta: staging.SnapshotMeta) -> Path:
-    return staging.staging_dir(warehouse) / staging.snapshot_key(meta.snapshot_id)
+    return layout.Layout(warehouse).staged(meta.snapshot_id)
 
 
 def two_snapshots(warehouse: Path) -> list[staging.SnapshotMeta]:
@@ -48,7 +48,7 @@ def test_staged_rows_leave_out_the_per_value_columns(tmp_path):
 
 def test_each_snapshot_keeps_the_workload_answers_of_its_own_rows(tmp_path):
     first, second = two_snapshots(tmp_path)
-    answers = {m.snapshot_id: pl.read_parquet(snapshot_folder(tmp_path, m) / staging.WORKLOADS) for m in (first, second)}
+    answers = {m.snapshot_id: pl.read_parquet(snapshot_folder(tmp_path, m) / layout.WORKLOADS) for m in (first, second)}
     configs = {k: sorted(a["extra_benchmark_config_str"].unique().to_list()) for k, a in answers.items()}
     # The second snapshot was staged with a cache that knew every config of the first: it keeps only its own.
     assert configs == {first.snapshot_id: sorted([*CONFIGS, "[1, 2]"]), second.snapshot_id: [CONFIGS[0]]}
@@ -58,7 +58,7 @@ def test_each_snapshot_keeps_the_workload_answers_of_its_own_rows(tmp_path):
 def test_tables_from_kept_answers_equal_tables_from_answers_computed_again(tmp_path):
     two_snapshots(tmp_path)
     kept = tables.assemble(tmp_path, None)
-    for side_file in staging.staging_dir(tmp_path).glob(f"*/{staging.WORKLOADS}"):
+    for side_file in layout.Layout(tmp_path).staging.glob(f"*/{layout.WORKLOADS}"):
         side_file.unlink()
     again = tables.assemble(tmp_path, None)
     for name, frame in kept.items():
@@ -88,7 +88,7 @@ def damage_wrong_types(path: Path) -> None:
 def test_a_damaged_answers_file_is_computed_again_not_an_error(tmp_path, damage):
     two_snapshots(tmp_path)
     kept = tables.assemble(tmp_path, None)
-    for side_file in staging.staging_dir(tmp_path).glob(f"*/{staging.WORKLOADS}"):
+    for side_file in layout.Layout(tmp_path).staging.glob(f"*/{layout.WORKLOADS}"):
         damage(side_file)
     again = tables.assemble(tmp_path, None)
     for name, frame in kept.items():

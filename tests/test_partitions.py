@@ -11,6 +11,7 @@ from dagster._core.definitions.data_version import CachingStaleStatusResolver, S
 from dagster._core.loader import LoadingContextForTest
 from test_materialize import DATA, load_defs, staged
 
+from pipelines.core import layout
 from pipelines.ingest import staging
 from pipelines.orchestration import plan
 from pipelines.orchestration.materialize import ingest
@@ -74,7 +75,7 @@ def test_a_staging_folder_deleted_by_hand_is_staged_again_alone(upstream_repo, t
         versions = data_versions(instance)
         assert staged(ingest(definitions, instance)) == {}
         assert data_versions(instance) == versions, "a no-change run gave a table or statistic a new data version"
-        (warehouse / "_staging" / staging.snapshot_key(first) / staging.META).unlink()
+        (layout.Layout(warehouse).staged(first) / layout.META).unlink()
         again = ingest(definitions, instance)
     assert again.success and list(staged(again)) == [first]
 

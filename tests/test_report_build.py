@@ -12,12 +12,12 @@ from conftest import build_warehouse, liger_csv, liger_row
 from report_reading import TableReader, read_svg, site_pages, svg_texts
 
 from pipelines.__main__ import main
-from pipelines.core import settings
+from pipelines.core import layout, settings
 from pipelines.defs.exports.report import report as report_asset
 from pipelines.defs.resources import Warehouse
 from pipelines.duck import database_build
-from pipelines.exports.report import build_report, changes_page, report_dir
-from pipelines.storage import builds, store
+from pipelines.exports.report import build_report, changes_page
+from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -74,7 +74,7 @@ def small_warehouse(upstream_repo, tmp_path) -> Path:
 
 def published_manifest(warehouse: Path) -> str:
     """The published report build's manifest: a report kept as it was keeps it byte for byte."""
-    return (warehouse / builds.BUILDS / "report" / builds.CURRENT / builds.MANIFEST).read_text()
+    return (layout.Layout(warehouse).builds(layout.REPORT_STAGE) / layout.CURRENT / layout.MANIFEST).read_text()
 
 
 def test_small_report_pages_charts_and_changes(small_warehouse):
@@ -126,7 +126,7 @@ def test_report_command_builds_when_needed_and_prints_the_path(small_warehouse, 
             return True
 
     monkeypatch.setattr("webbrowser.get", lambda *args: Browser())
-    index = report_dir(small_warehouse) / "index.html"
+    index = layout.Layout(small_warehouse).report / "index.html"
     assert main(["report", "--open"]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == str(index) and "built" in err
@@ -167,7 +167,7 @@ def test_report_asset_shows_the_overview_and_the_site(small_warehouse, tmp_path)
     overview = read_svg(base64.b64decode(encoded))
     assert {"liger · triton", "NVIDIA A100-SXM4-80GB", "latency"} <= set(svg_texts(overview))
     index = Path(metadata["index"].value)
-    assert index == report_dir(small_warehouse) / "index.html" and index.is_file()
+    assert index == layout.Layout(small_warehouse).report / "index.html" and index.is_file()
     assert metadata["url"].value == index.as_uri()
     assert metadata["kernel_pages"].value == 3 and metadata["pages"].value == 5
     assert metadata["rebuilt"].value is True

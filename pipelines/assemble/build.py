@@ -10,16 +10,15 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.assemble import checks, tables
-from pipelines.core import catalog, code_version, schemas
+from pipelines.core import catalog, code_version, layout, schemas
 from pipelines.core.errors import UserError
 from pipelines.ingest import staging
 from pipelines.ingest.source_types import Listing
 from pipelines.storage import builds, store
 
 TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas
-STAGE = "tables"
 # Where readers find each table: WAREHOUSE_DIR/<table>.parquet, a link into the published build.
-LINKS = {f"{name}.parquet": f"{name}.parquet" for name in TABLE_NAMES}
+LINKS = {layout.table_file(name): layout.table_file(name) for name in TABLE_NAMES}
 # The contract checks, each on the table it concerns; a build that fails a blocking one is never published.
 CHECKS: tuple[tuple[str, str, object, bool], ...] = (
     ("runs", "run_id_unique", checks.run_ids_unique, True),
@@ -63,7 +62,7 @@ class TablesReport:
 
 
 def tables_key(metas: list[staging.SnapshotMeta], listing: Listing | None) -> str:
-    return builds.build_key(STAGE, tables_code_version(), tables.fingerprint(metas, listing))
+    return builds.build_key(layout.TABLES_STAGE, tables_code_version(), tables.fingerprint(metas, listing))
 
 
 def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
@@ -74,7 +73,7 @@ def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
         raise store.DamagedFile(
             f"{damaged[0].problem}: materialize raw_snapshots (or everything), which stages the snapshot again", damaged[0].folder
         )
-    stage = builds.Stage(warehouse, STAGE)
+    stage = builds.Stage(warehouse, layout.TABLES_STAGE)
     key = tables_key(metas, listing)
     current = stage.current()
     found = stage.get(key)
@@ -85,14 +84,14 @@ def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
         try:
             build = stage.make(key, lambda folder: _write(warehouse, listing, folder))
         except store.DamagedFile as damage:
-            if damage.path is not None and damage.path.parent.parent == staging.staging_dir(warehouse):
+            if damage.path is not None and damage.path.parent.parent == layout.Layout(warehouse).staging:
                 staging.discard_part(damage.path)
             raise
         report = _report(build, rewritten=True, damaged=problem)
         failed = {name: outcome for name, outcome in report.outcomes.items() if name in BLOCKING and not outcome.passed}
         if failed:
             stage.discard(build)
-            raise BuildRefused(STAGE, failed)
+            raise BuildRefused(layout.TABLES_STAGE, failed)
     stage.publish(build, LINKS)
     if current is not None and current.key != build.key:
         # A build kept from before (the history pushed back) moves the branch as much as a new one.
@@ -123,8 +122,10 @@ def _damage(build: builds.Build) -> str | None:
     if problem is not None:
         return problem
     for name, rows in build.result["row_counts"].items():
-        if store.parquet_rows(build.content / f"{name}.parquet") != rows:
-            return f"{build.content / name}.parquet is damaged (its footer does not read or counts other rows than its build wrote)"
+        if store.parquet_rows(build.content / layout.table_file(name)) != rows:
+            return (
+                f"{build.content / layout.table_file(name)} is damaged (its footer does not read or counts other rows than its build wrote)"
+            )
     return None
 
 
@@ -133,7 +134,7 @@ def _on_branch(build: builds.Build | None) -> dict[str, bool]:
     if build is None:
         return {}
     try:
-        frame = pl.read_parquet(build.content / "snapshots.parquet")
+        frame = pl.read_parquet(build.content / layout.table_file("snapshots"))
     except (OSError, pl.exceptions.PolarsError):
         return {}
     return dict(zip(frame["snapshot_id"].to_list(), frame["on_branch"].to_list()))
@@ -145,7 +146,7 @@ def _moved(before: dict[str, bool], after: dict[str, bool], folder: Path) -> str
     back = sorted(s for s, on in after.items() if on and before.get(s) is False)
     if not left and not back:
         return None
-    runs = pl.scan_parquet(folder / "runs.parquet").filter(~pl.col("on_branch")).select(pl.len()).collect().item()
+    runs = pl.scan_parquet(folder / layout.table_file("runs")).filter(~pl.col("on_branch")).select(pl.len()).collect().item()
     parts = []
     if left:
         parts.append(f"{len(left)} snapshot(s) are no longer on their branch ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})")

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.core import catalog
+from pipelines.core.layout import Layout
 
 # Snapshots a check names in its description and details.
 NAMED = 5
@@ -21,7 +22,7 @@ class CheckOutcome:
 
 
 def _read(warehouse: Path, name: str) -> pl.DataFrame:
-    return pl.read_parquet(warehouse / f"{name}.parquet")
+    return pl.read_parquet(Layout(warehouse).table(name))
 
 
 def run_ids_unique(warehouse: Path) -> CheckOutcome:

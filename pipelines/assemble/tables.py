@@ -20,13 +20,13 @@ from pipelines.assemble.external_sort import StagedPart, read_part
 from pipelines.assemble.history import History
 from pipelines.assemble.run_identity import marks_of
 from pipelines.assemble.table_builders import environments, measurements, protocols, snapshots
-from pipelines.core import schemas
+from pipelines.core import layout, schemas
 from pipelines.core.background import ahead
 from pipelines.core.canonical import canonical_json
 from pipelines.ingest.normalize_cache import DistinctCache
 from pipelines.ingest.normalize_describe import describe
 from pipelines.ingest.source_types import Listing
-from pipelines.ingest.staging import RUN_ROWS_UNIQUE, WORKLOADS, SnapshotMeta, snapshot_key, staged_metas, staging_dir
+from pipelines.ingest.staging import RUN_ROWS_UNIQUE, SnapshotMeta, staged_metas
 from pipelines.storage import store
 
 # The tables with a row per run or per staged row, and their columns written without a dictionary.
@@ -58,7 +58,7 @@ def staged_parts(warehouse: Path, history: History, prefix: str) -> list[StagedP
     return [
         StagedPart(path, m.snapshot_id, position, m.snapshot_id in history.latest)
         for position, m in enumerate(history.ordered)
-        for path in sorted((staging_dir(warehouse) / snapshot_key(m.snapshot_id)).glob(f"{prefix}-*.parquet"))
+        for path in layout.parts(layout.Layout(warehouse).staged(m.snapshot_id), prefix)
     ]
 
 
@@ -85,7 +85,7 @@ def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[st
     describing = _Describing(_staged_cache(warehouse, metas), history.sources())
     scratch = out / "_buckets"
     runs_writer, measurements_writer, mapped_writer = (
-        store.ParquetAppender(out / f"{name}.parquet", schemas.TABLES[name], unique, sorted_by=SORTED_BY.get(name))
+        store.ParquetAppender(out / layout.table_file(name), schemas.TABLES[name], unique, sorted_by=SORTED_BY.get(name))
         for name, unique in ROW_TABLES_UNIQUE.items()
     )
     # run_snapshots (which run each accepted row is) is written as the rows are read into buckets; again
@@ -125,7 +125,7 @@ def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[st
         "run_snapshots": TableFile(mapped_writer.path, mapped_writer.rows)
         if renamed_rows.is_empty() and held.is_empty()
         else _write_run_snapshots(row_parts, renamed_rows, held, mapped_writer.path),
-        "quarantine": _write_quarantine(staged_parts(warehouse, history, "quarantine"), held, out / "quarantine.parquet"),
+        "quarantine": _write_quarantine(staged_parts(warehouse, history, "quarantine"), held, out / layout.table_file("quarantine")),
     }
     small = {
         "environments": environments(sorted(gpus)),
@@ -133,8 +133,8 @@ def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[st
         "snapshots": snapshots(history, dict(held.group_by("snapshot_id").len().rows())),
     }
     for name, frame in small.items():
-        store.write_parquet(frame, out / f"{name}.parquet")
-        files[name] = TableFile(out / f"{name}.parquet", frame.height)
+        store.write_parquet(frame, out / layout.table_file(name))
+        files[name] = TableFile(out / layout.table_file(name), frame.height)
     return {name: files[name] for name in schemas.TABLES}
 
 
@@ -149,7 +149,7 @@ class _Describing:
 def _staged_cache(warehouse: Path, metas: list[SnapshotMeta]) -> DistinctCache:
     """A cache that knows the workload answers staging computed for every staged snapshot."""
     cache = DistinctCache()
-    paths = [staging_dir(warehouse) / snapshot_key(m.snapshot_id) / WORKLOADS for m in metas]
+    paths = [layout.Layout(warehouse).staged(m.snapshot_id) / layout.WORKLOADS for m in metas]
     answers = [frame for frame in (_kept_answers(path, cache.workloads.known.schema) for path in paths) if frame is not None]
     if answers:
         cache.workloads.seed(pl.concat(answers))

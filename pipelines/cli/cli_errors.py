@@ -17,6 +17,7 @@ import pyarrow as pa
 from pipelines.cli.cli_output import UsageError
 from pipelines.core import instance
 from pipelines.core.errors import UserError
+from pipelines.core.layout import Layout
 from pipelines.core.settings import SettingError
 from pipelines.duck import db
 from pipelines.exports import liger_csv
@@ -73,7 +74,7 @@ def outcome(exc: BaseException, warehouse: Path | None) -> tuple[int, str] | Non
     if isinstance(exc, UNREADABLE_TABLE) and warehouse is not None:
         return 1, f"error: {damaged_table(warehouse)}"
     if isinstance(exc, duckdb.Error) and warehouse is not None and any(mark in str(exc) for mark in CORRUPT_DATABASE):
-        database = db.database_path(warehouse)
+        database = Layout(warehouse).database
         return 1, f"error: {database} is damaged (a block's checksum does not match): run {MATERIALIZE}, which rebuilds it"
     if isinstance(exc, DAMAGE):
         # DuckDB names the file it could not read (warehouse.duckdb, or a table's Parquet a view reads).

@@ -14,8 +14,8 @@ from pathlib import Path
 from pipelines.cli.cli_output import check_output_folder, refuse_special_file, replace_keeping_mode, write_file, writing
 from pipelines.core import settings
 from pipelines.core.errors import UserError
+from pipelines.core.layout import BMF_EXPORT, Layout
 from pipelines.exports import bmf, liger_csv
-from pipelines.exports.ndjson import EXPORTS
 
 
 def export_liger_csv(args: argparse.Namespace) -> int:
@@ -35,9 +35,9 @@ def export_liger_csv(args: argparse.Namespace) -> int:
 
 def export_bmf(args: argparse.Namespace) -> int:
     warehouse = settings.read().warehouse_dir
-    if not (warehouse / "runs.parquet").exists():
+    if not Layout(warehouse).table("runs").exists():
         raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
-    out = Path(args.out) if args.out else warehouse / EXPORTS / bmf.EXPORT_DIR
+    out = Path(args.out) if args.out else Layout(warehouse).export(BMF_EXPORT)
     # write_bmf replaces the folder's .json files, and removes those of GPUs no longer present.
     check_output_folder(out, "*.json")
     with writing(out):

@@ -22,6 +22,7 @@ from typing import Any
 
 from pipelines.cli.cli_output import UsageError
 from pipelines.core import metadata, settings, sql_files
+from pipelines.core.layout import DATABASE
 from pipelines.core.metadata import format_cell
 from pipelines.duck import db
 from pipelines.duck.db import Result
@@ -100,7 +101,7 @@ def _warehouse_dir(args: argparse.Namespace) -> Path:
 def _add_warehouse_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warehouse-dir",
-        help="the warehouse folder holding warehouse.duckdb (default: WAREHOUSE_DIR, else data/warehouse)",
+        help=f"the warehouse folder holding {DATABASE} (default: WAREHOUSE_DIR, else data/warehouse)",
     )
 
 
@@ -118,9 +119,9 @@ def row_count(text: str) -> int:
 def add_sql_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "sql",
-        help="run a read-only SQL query on warehouse.duckdb",
+        help=f"run a read-only SQL query on {DATABASE}",
         description=(
-            "Run SQL on warehouse.duckdb, opened read-only: it never waits for, nor blocks, a running "
+            f"Run SQL on {DATABASE}, opened read-only: it never waits for, nor blocks, a running "
             f"materialization. Tables: {', '.join(db.TABLES + db.STATISTICS)}."
         ),
     )

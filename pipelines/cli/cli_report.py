@@ -14,27 +14,27 @@ from pathlib import Path
 
 from pipelines.cli.cli_output import writing
 from pipelines.core import settings
-from pipelines.duck import db
-from pipelines.exports.report import build_report_if_stale, is_stale, report_dir
+from pipelines.core.layout import DATABASE, REPORT, Layout
+from pipelines.exports.report import build_report_if_stale, is_stale
 from pipelines.exports.report.site import INDEX
 from pipelines.storage import store
 
 
 def report(args: argparse.Namespace) -> int:
     warehouse = settings.read().warehouse_dir
-    if not db.database_path(warehouse).is_file():
+    if not Layout(warehouse).database.is_file():
         print(
-            f"report: no {db.DATABASE_NAME} in {warehouse}: run `python -m pipelines materialize` first",
+            f"report: no {DATABASE} in {warehouse}: run `python -m pipelines materialize` first",
             file=sys.stderr,
         )
         return 1
     if args.rebuild or is_stale(warehouse):
-        with writing(report_dir(warehouse)), store.writer_lock(warehouse):
+        with writing(Layout(warehouse).report), store.writer_lock(warehouse):
             # Asked again under the lock: another process may have built it while this one waited.
             built, summary = build_report_if_stale(warehouse, force=args.rebuild)
         if built:
             print(f"report: built {summary.pages} pages and {summary.images} pictures", file=sys.stderr)
-    index = report_dir(warehouse) / INDEX
+    index = Layout(warehouse).report / INDEX
     print(index)
     if args.open:
         open_in_browser(index)
@@ -55,7 +55,7 @@ def add_report_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
         help="build the static report (if missing or stale) and print the path of its index.html",
-        description="Build WAREHOUSE_DIR/report/ from warehouse.duckdb when it is missing or older than "
+        description=f"Build WAREHOUSE_DIR/{REPORT}/ from {DATABASE} when it is missing or older than "
         "the database, then print the path of its index.html.",
     )
     parser.add_argument("--open", action="store_true", help="also open it in a browser, where one exists")

@@ -15,6 +15,7 @@ import duckdb
 
 from pipelines.cli.cli_output import UsageError
 from pipelines.core import settings
+from pipelines.core.layout import DATABASE, Layout
 from pipelines.duck import db
 from pipelines.verdict.contender import BadContender
 from pipelines.verdict.render import RENDERERS
@@ -35,9 +36,7 @@ def add_verdict_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     parser.add_argument("--format", "-f", choices=sorted(RENDERERS), default="text", help="output format (default: text)")
     parser.add_argument("--gpu", help="judge only the contender's runs on this GPU (a filter: runs are never judged across GPUs)")
     parser.add_argument("--backend", help="the backend the contender was built for (default: from its file name; benchmark.csv is triton)")
-    parser.add_argument(
-        "--warehouse-dir", help="the warehouse folder holding warehouse.duckdb (default: WAREHOUSE_DIR, else data/warehouse)"
-    )
+    parser.add_argument("--warehouse-dir", help=f"the warehouse folder holding {DATABASE} (default: WAREHOUSE_DIR, else data/warehouse)")
     parser.set_defaults(func=run_verdict)
     return parser
 
@@ -54,7 +53,7 @@ def run_verdict(args: argparse.Namespace) -> int:
         raise UsageError(f"{exc}; nothing to judge against: run `python -m pipelines materialize`, or set WAREHOUSE_DIR") from None
     except duckdb.Error as exc:  # a file of an older warehouse (no runs.backend) or a damaged one: no verdict, not "slower"
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        path = db.database_path(warehouse)
+        path = Layout(warehouse).database
         raise UsageError(f"cannot judge against {path}: {first}; rebuild it with `python -m pipelines materialize`") from None
     print(RENDERERS[args.format](verdict))
     return verdict.exit_code

@@ -13,11 +13,10 @@ from importlib import resources
 from pathlib import Path
 
 from pipelines.core import settings
+from pipelines.core.layout import owner_marker
 from pipelines.storage import store
 
 CONFIG = "dagster.yaml"
-# Which warehouse an instance serves: its partitions are that warehouse's snapshots.
-CLAIM = ".liger-warehouse"
 # The checkout's storage paths, relative to the project root, made relative to the instance folder itself.
 _STORAGE = re.compile(r"^(\s*base_dir: )data/dagster(?:/(\S+))?$", re.MULTILINE)
 _HEADER = "# Written by `python -m pipelines` from the project's dagster.yaml; paths are relative to this folder.\n"
@@ -55,7 +54,7 @@ def claim(home: Path, warehouse: Path) -> None:
     """Have the instance in `home` serve `warehouse`, or refuse: one instance holds one warehouse's partitions (the
     snapshots of its source), and two warehouses in one would each try to stage the other's. A claim whose warehouse
     is gone is taken over."""
-    marker = home / CLAIM
+    marker = owner_marker(home)
     mine = str(warehouse.resolve())
     try:
         held = marker.read_text(encoding="utf-8").strip()

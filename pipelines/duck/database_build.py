@@ -23,7 +23,8 @@ from pathlib import Path
 import duckdb
 
 from pipelines.core import column_docs, sql_files
-from pipelines.duck.db import SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, database_path, statistic_sql
+from pipelines.core.layout import Layout
+from pipelines.duck.db import SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, statistic_sql
 from pipelines.series import tables as series_tables
 from pipelines.storage import store
 
@@ -43,7 +44,7 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
     Hold `store.writer_lock` around it when other writers may run: it reads the tables
     together, and their `store.sweep` deletes temporary files such as this build's.
     """
-    target = database_path(warehouse_dir) if target is None else target
+    target = Layout(warehouse_dir).database if target is None else target
     # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
     temporary = store.temp_path(target)
     # Where DuckDB spills what does not fit in MEMORY_LIMIT; the same prefix, so it is swept too.
@@ -108,7 +109,7 @@ def _literal(text: str) -> str:
 
 
 def _parquet_source(warehouse_dir: Path, table: str) -> str:
-    file = warehouse_dir / f"{table}.parquet"
+    file = Layout(warehouse_dir).table(table)
     if file.is_file():
         if store.parquet_rows(file) is None:
             raise store.DamagedFile(
@@ -116,7 +117,7 @@ def _parquet_source(warehouse_dir: Path, table: str) -> str:
                 file,
             )
         return str(file)
-    folder = warehouse_dir / table
+    folder = Layout(warehouse_dir).table_folder(table)
     if folder.is_dir():
         return str(folder / "**" / "*.parquet")
     raise WarehouseMissing(f"{file} (or a folder {folder}/) does not exist: materialize the {table} table first")

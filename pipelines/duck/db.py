@@ -13,8 +13,7 @@ from typing import Any
 import duckdb
 
 from pipelines.core import schemas, sql_files
-
-DATABASE_NAME = "warehouse.duckdb"
+from pipelines.core.layout import Layout
 
 TABLES: tuple[str, ...] = tuple(schemas.TABLES)
 # Statistics stored as views: a view of runs costs no more to read than a copy of it would.
@@ -85,7 +84,8 @@ class SqlCheckResult:
 
 
 def database_path(warehouse_dir: Path) -> Path:
-    return Path(warehouse_dir) / DATABASE_NAME
+    """`Layout(warehouse_dir).database`, kept for the many callers that open the file by its warehouse."""
+    return Layout(warehouse_dir).database
 
 
 @contextlib.contextmanager
@@ -96,7 +96,7 @@ def open_readonly(warehouse_dir: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     `duckdb.connect(path)`: connect() reuses an instance already open on that
     path in this process, which after a rebuild is the old, replaced file.
     """
-    path = database_path(warehouse_dir)
+    path = Layout(warehouse_dir).database
     if not path.is_file():
         raise WarehouseMissing(f"{path} does not exist yet: materialize the statistics assets first")
     with duckdb.connect() as con:

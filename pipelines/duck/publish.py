@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.core import layout
 from pipelines.core.errors import UserError
 from pipelines.duck import database_build, versions
-from pipelines.duck.db import DATABASE_NAME, TABLES, SqlCheckResult, run_checks
+from pipelines.duck.db import TABLES, SqlCheckResult, run_checks
 from pipelines.storage import builds
 
-TABLES_STAGE = "tables"
-LINKS = {DATABASE_NAME: DATABASE_NAME}
+# Where readers find the file: WAREHOUSE_DIR/warehouse.duckdb, a link into the published build.
+LINKS = {layout.DATABASE: layout.DATABASE}
 
 
 class DatabaseRefused(UserError):
@@ -39,12 +40,13 @@ class DatabaseBuild:
 def tables_key(warehouse_dir: Path) -> str:
     """The published tables' build key; for tables written outside a build (a test's, the bench's), the identity
     of their files, which a rewrite changes."""
-    current = builds.Stage(warehouse_dir, TABLES_STAGE).current()
+    current = builds.Stage(warehouse_dir, layout.TABLES_STAGE).current()
     if current is not None:
         return current.key
     states = []
+    paths = layout.Layout(warehouse_dir)
     for table in TABLES:
-        for path in [warehouse_dir / f"{table}.parquet", *sorted((warehouse_dir / table).glob("**/*.parquet"))]:
+        for path in [paths.table(table), *sorted(paths.table_folder(table).glob("**/*.parquet"))]:
             if path.is_file():
                 stat = path.stat()
                 states.append([str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size])
@@ -56,7 +58,7 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
     warehouse_dir = Path(warehouse_dir)
     statistics = versions.statistic_keys(tables_key(warehouse_dir), baselines)
     key = versions.database_key(statistics, baselines)
-    stage = builds.Stage(warehouse_dir, versions.STAGE)
+    stage = builds.Stage(warehouse_dir, layout.DATABASE_STAGE)
     found = stage.get(key)
     damaged = _damage(found, warehouse_dir) if found is not None else None
     if found is not None and damaged is None:
@@ -67,13 +69,13 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
     if failing:
         stage.discard(build)
         named = ", ".join(sorted({f"{check.check} on {check.table}" for check in failing}))
-        raise DatabaseRefused(f"the new {DATABASE_NAME} failed its checks ({named}) and was not published: the last good one stays")
+        raise DatabaseRefused(f"the new {layout.DATABASE} failed its checks ({named}) and was not published: the last good one stays")
     stage.publish(build, LINKS)
     return _outcome(build, rebuilt=True, damaged=damaged)
 
 
 def _write(warehouse_dir: Path, baselines: Sequence[str], statistics: dict[str, str], folder: Path) -> dict:
-    target = folder / DATABASE_NAME
+    target = folder / layout.DATABASE
     counts = database_build.build_database(warehouse_dir, baselines, target)
     checks = [{"check": c.check, "table": c.table, "failures": c.failures} for c in run_checks(folder)]
     return {"row_counts": counts, "statistics": statistics, "sha256": file_sha256(target), "checks": checks}
@@ -92,8 +94,8 @@ def _damage(build: builds.Build, warehouse_dir: Path) -> str | None:
     problem = build.damage()
     if problem is not None:
         return problem
-    if file_sha256(build.content / DATABASE_NAME) != build.result["sha256"]:
-        return f"{warehouse_dir / DATABASE_NAME} is damaged (its sha256 differs from the one its build recorded)"
+    if file_sha256(build.content / layout.DATABASE) != build.result["sha256"]:
+        return f"{layout.Layout(warehouse_dir).database} is damaged (its sha256 differs from the one its build recorded)"
     return None
 
 

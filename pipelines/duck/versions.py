@@ -13,14 +13,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from pipelines.core import code_version, sql_files
+from pipelines.core import code_version, layout, sql_files
 from pipelines.duck.db import CHECKS, SERIES_STATISTICS, STATISTIC_INPUTS, STATISTICS, statistic_sql
 from pipelines.storage import builds
 
 BUILDER = "pipelines.duck.database_build"
 SERIES = "pipelines.series"
 SHARED_SQL = ("macros", "statistics/latest_runs")
-STAGE = "database"
 
 
 @functools.cache
@@ -49,4 +48,4 @@ def statistic_keys(tables_key: str, baselines: Sequence[str]) -> dict[str, str]:
 
 
 def database_key(statistics: dict[str, str], baselines: Sequence[str]) -> str:
-    return builds.build_key(STAGE, database_code_version(), statistics, list(baselines))
+    return builds.build_key(layout.DATABASE_STAGE, database_code_version(), statistics, list(baselines))

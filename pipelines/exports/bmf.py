@@ -31,9 +31,9 @@ from typing import Any
 import polars as pl
 
 from pipelines.core import display
+from pipelines.core.layout import Layout
 from pipelines.storage import store
 
-EXPORT_DIR = "bmf"
 BOUNDS = {"p50": "value", "p20": "lower_value", "p80": "upper_value"}
 
 
@@ -76,8 +76,8 @@ def file_names(gpu_names: list[str]) -> dict[str, str]:
 def write_bmf(warehouse: Path, out_dir: Path, write: Callable[[Path, bytes], None] = store.write_bytes_atomic) -> dict[str, int]:
     """Write one BMF file per GPU into `out_dir`, each atomically by `write`; files of GPUs no longer
     present are removed. Returns benchmarks per file."""
-    runs = pl.read_parquet(warehouse / "runs.parquet")
-    measurements = pl.read_parquet(warehouse / "measurements.parquet")
+    runs = pl.read_parquet(Layout(warehouse).table("runs"))
+    measurements = pl.read_parquet(Layout(warehouse).table("measurements"))
     by_gpu = documents(runs, measurements)
     names = file_names(list(by_gpu))
     for gpu, document in by_gpu.items():

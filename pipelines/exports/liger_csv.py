@@ -39,13 +39,13 @@ from pathlib import Path, PurePosixPath
 import polars as pl
 
 from pipelines.core import display
+from pipelines.core.layout import Layout
 from pipelines.core.schemas import AS_WRITTEN
 from pipelines.ingest.parse_header import UTF8_BOM
 from pipelines.ingest.parse_layout import render
 from pipelines.storage import store
 
 LATEST = "latest"
-EXPORT_DIR = "liger_csv"
 STATISTICS = {"y_value_50": "p50", "y_value_20": "p20", "y_value_80": "p80"}
 # Upstream's column -> the runs column holding its text as written.
 TEXT_FIELDS = {column: kept for column, kept in AS_WRITTEN.items() if column not in STATISTICS}
@@ -76,7 +76,7 @@ class Snapshot:
 
 
 def _table(warehouse: Path, name: str) -> pl.LazyFrame:
-    path = warehouse / f"{name}.parquet"
+    path = Layout(warehouse).table(name)
     if not path.exists():
         raise ExportError(f"no {name} table in {warehouse}: materialize the warehouse first")
     return pl.scan_parquet(path)

@@ -9,15 +9,12 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.core import documents
+from pipelines.core import documents, layout
 from pipelines.storage import store
-
-EXPORTS = "exports"
-NDJSON_FILES = ("runs.ndjson", "protocols.ndjson", "environments.ndjson")
 
 
 def _read(warehouse: Path, name: str) -> pl.DataFrame:
-    return pl.read_parquet(warehouse / f"{name}.parquet")
+    return pl.read_parquet(layout.Layout(warehouse).table(name))
 
 
 def run_documents(runs: pl.DataFrame, measurements: pl.DataFrame) -> Iterator[dict[str, Any]]:
@@ -30,11 +27,11 @@ def run_documents(runs: pl.DataFrame, measurements: pl.DataFrame) -> Iterator[di
 
 def show_run(warehouse: Path, run_id: str) -> dict[str, Any] | None:
     """The run with its protocol and environment, in the shape of shared/examples/seed-run.json."""
-    runs = pl.scan_parquet(warehouse / "runs.parquet").filter(pl.col("run_id") == run_id).collect()
+    runs = pl.scan_parquet(layout.Layout(warehouse).table("runs")).filter(pl.col("run_id") == run_id).collect()
     if runs.is_empty():
         return None
     run = runs.row(0, named=True)
-    measured = pl.scan_parquet(warehouse / "measurements.parquet").filter(pl.col("run_id") == run_id).collect()
+    measured = pl.scan_parquet(layout.Layout(warehouse).table("measurements")).filter(pl.col("run_id") == run_id).collect()
     protocol = _read(warehouse, "protocols").filter(pl.col("protocol_digest") == run["protocol_digest"]).row(0, named=True)
     environment = _read(warehouse, "environments").filter(pl.col("environment_digest") == run["environment_digest"]).row(0, named=True)
     return {
@@ -46,12 +43,14 @@ def show_run(warehouse: Path, run_id: str) -> dict[str, Any] | None:
 
 def write_ndjson(warehouse: Path, out: Path | None = None) -> dict[str, int]:
     """Write {runs,protocols,environments}.ndjson into `out` (WAREHOUSE_DIR/exports/), each atomically; returns line counts."""
-    out = warehouse / EXPORTS if out is None else out
+    out = layout.Layout(warehouse).exports if out is None else out
     runs, measurements = _read(warehouse, "runs"), _read(warehouse, "measurements")
     documents_by_file = {
-        "runs.ndjson": run_documents(runs, measurements),
-        "protocols.ndjson": (documents.protocol_document(r) for r in _read(warehouse, "protocols").iter_rows(named=True)),
-        "environments.ndjson": (documents.environment_document(r) for r in _read(warehouse, "environments").iter_rows(named=True)),
+        layout.document_file("runs"): run_documents(runs, measurements),
+        layout.document_file("protocols"): (documents.protocol_document(r) for r in _read(warehouse, "protocols").iter_rows(named=True)),
+        layout.document_file("environments"): (
+            documents.environment_document(r) for r in _read(warehouse, "environments").iter_rows(named=True)
+        ),
     }
     counts = {}
     for name, docs in documents_by_file.items():

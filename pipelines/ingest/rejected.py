@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.core import layout as warehouse_layout
 from pipelines.core.schemas import QUARANTINE
 from pipelines.ingest.normalize_quarantine import raw_line
 from pipelines.ingest.parse_header import RAW_TEXT, ROW_NUMBER, Header
@@ -29,7 +30,7 @@ def write_refused_parts(data: bytes | Path, snapshot_id: str, folder: Path, reas
     rows = 0
     for index, lines in enumerate(refused_lines(data, layout)):
         frame = _quarantine(lines[ROW_NUMBER], lines[RAW_TEXT], snapshot_id, reason)
-        store.write_parquet(frame, folder / f"quarantine-{index:05d}.parquet", compression_level=1, statistics=False)
+        store.write_parquet(frame, folder / warehouse_layout.part_file("quarantine", index), compression_level=1, statistics=False)
         rows += frame.height
     return rows, 0, rows
 

@@ -1,4 +1,4 @@
-"""Stage snapshots: parse and normalize each snapshot once, into `_staging/<key>/`.
+"""Stage snapshots: parse and normalize each snapshot once, into its staging folder (`core.layout` names it).
 
 A staged snapshot is a folder renamed into place only when complete, so a
 killed run leaves no half-staged snapshot; the next run stages it again.
@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.core import code_version
+from pipelines.core import layout as warehouse_layout
 from pipelines.core.background import ahead
 from pipelines.core.schemas import LIGER_COLUMNS, RUN_ROWS
 from pipelines.ingest.normalize import normalize
@@ -34,7 +35,6 @@ from pipelines.storage import store
 # a number bumped by hand. A snapshot staged by other code is staged again (see `scan_staging`), and it is
 # raw_snapshots' code version in Dagster, which shows every partition stale when it changes.
 NORMALIZER_VERSION = code_version.code_version(["pipelines.ingest.staging"])
-STAGING = "_staging"
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
     "run_id",
@@ -51,10 +51,6 @@ RUN_ROWS_UNIQUE = (
     "raw_y_value_80",
     "row_number",
 )
-META = "meta.json"
-# The workload answers (normalize.DistinctCache.workloads) of a snapshot's configs, which the assembly
-# joins back to its runs instead of computing them again.
-WORKLOADS = "workloads.parquet"
 
 
 @dataclass(frozen=True)
@@ -88,14 +84,6 @@ class SnapshotMeta:
     release: str | None = None
 
 
-def staging_dir(warehouse: Path) -> Path:
-    return warehouse / STAGING
-
-
-def snapshot_key(snapshot_id: str) -> str:
-    return hashlib.sha256(snapshot_id.encode()).hexdigest()[:24]
-
-
 PART_PREFIXES = (("rows", "accepted"), ("quarantine", "quarantined"))
 
 
@@ -117,7 +105,7 @@ def scan_staging(warehouse: Path) -> tuple[list[SnapshotMeta], list[DamagedSnaps
     so anything else is damage. Footers only: a run reads no part's data to decide."""
     metas: list[SnapshotMeta] = []
     damaged: list[DamagedSnapshot] = []
-    root = staging_dir(warehouse)
+    root = warehouse_layout.Layout(warehouse).staging
     if not root.is_dir():
         return metas, damaged
     for folder in sorted(root.iterdir()):
@@ -149,7 +137,7 @@ class _Damage(Exception):
 
 def _read_meta(folder: Path) -> SnapshotMeta | None:
     """The folder's SnapshotMeta; None when another normalizer version wrote it; _Damage when it does not read."""
-    path = folder / META
+    path = folder / warehouse_layout.META
     if not path.is_file():
         raise _Damage(f"{path} is missing")
     raw = store.read_json(path)
@@ -164,7 +152,7 @@ def _read_meta(folder: Path) -> SnapshotMeta | None:
     counts = (meta.sequence, meta.ingest_seq, meta.row_count, meta.accepted, meta.quarantined)
     if not isinstance(meta.snapshot_id, str) or not all(isinstance(n, int) for n in counts):
         raise _Damage(f"{path} holds fields of the wrong type")
-    if snapshot_key(meta.snapshot_id) != folder.name:
+    if warehouse_layout.snapshot_key(meta.snapshot_id) != folder.name:
         raise _Damage(f"{path} is another snapshot's metadata ({meta.snapshot_id})")
     return meta
 
@@ -173,13 +161,13 @@ def _parts_problem(folder: Path, meta: SnapshotMeta) -> str | None:
     """What is wrong with a staged folder's parts, from their footers; None when nothing is."""
     for prefix, counted in PART_PREFIXES:
         total = 0
-        for part in sorted(folder.glob(f"{prefix}-*.parquet")):
+        for part in warehouse_layout.parts(folder, prefix):
             rows = store.parquet_rows(part)
             if rows is None:
                 return f"{part} is not readable Parquet (truncated or overwritten)"
             total += rows
         if total != getattr(meta, counted):
-            return f"the {prefix} parts in {folder} hold {total} rows where {META} counts {getattr(meta, counted)}"
+            return f"the {prefix} parts in {folder} hold {total} rows where {warehouse_layout.META} counts {getattr(meta, counted)}"
     return None
 
 
@@ -225,13 +213,15 @@ def _write_parts(
     for index, (height, out_rows, out_quarantine) in enumerate(chunks):
         # Staged parts are read back whole by the assembly: no statistics, and lz4, which writes and reads
         # them in about 60% of zstd's time for half as much again on disk.
-        with store.ParquetAppender(folder / f"rows-{index:05d}.parquet", RUN_ROWS, RUN_ROWS_UNIQUE, "lz4", statistics=False) as part:
+        with store.ParquetAppender(
+            folder / warehouse_layout.part_file("rows", index), RUN_ROWS, RUN_ROWS_UNIQUE, "lz4", statistics=False
+        ) as part:
             part.write(out_rows)
-        store.write_parquet(out_quarantine, folder / f"quarantine-{index:05d}.parquet", compression_level=1, statistics=False)
+        store.write_parquet(out_quarantine, folder / warehouse_layout.part_file("quarantine", index), compression_level=1, statistics=False)
         row_count += height
         accepted += out_rows.height
         quarantined += out_quarantine.height
-    store.write_parquet(cache.workloads.used_answers(), folder / WORKLOADS, compression_level=1, statistics=False)
+    store.write_parquet(cache.workloads.used_answers(), folder / warehouse_layout.WORKLOADS, compression_level=1, statistics=False)
     return row_count, accepted, quarantined
 
 
@@ -254,8 +244,8 @@ def stage_snapshot(
     warehouse: Path, ref: SnapshotRef, read: Callable[[SnapshotRef], bytes | Path], cache: DistinctCache, ingest_seq: int
 ) -> SnapshotMeta:
     """Parse and normalize one snapshot into its staging folder (replacing an older version's)."""
-    root = staging_dir(warehouse)
-    final = root / snapshot_key(ref.snapshot_id)
+    paths = warehouse_layout.Layout(warehouse)
+    root, final = paths.staging, paths.staged(ref.snapshot_id)
     tmp = store.temp_path(final)
     tmp.mkdir(parents=True)
     try:
@@ -306,7 +296,7 @@ def stage_snapshot(
             benchmarked_commit=ref.benchmarked_commit,
             release=ref.release,
         )
-        (tmp / META).write_text(json.dumps(asdict(meta), indent=2))
+        (tmp / warehouse_layout.META).write_text(json.dumps(asdict(meta), indent=2))
         store.fsync_dir(tmp)
         if final.exists():
             shutil.rmtree(final)

@@ -8,13 +8,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pipelines.core.layout import Layout, snapshot_key
 from pipelines.ingest import stage_pool, staging
 from pipelines.ingest.source_address import normalized_source
 from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
 from pipelines.storage import store
-
-LISTING = "_source.json"
 
 
 @dataclass
@@ -40,7 +39,7 @@ def sync(warehouse: Path, source_settings: SourceSettings) -> Listing:
     source.sync()
     listing = source.listing()
     store.write_json_atomic(
-        warehouse / LISTING,
+        Layout(warehouse).listing,
         {
             "source": source_settings.source,
             "source_key": normalized_source(source_settings.source),
@@ -62,7 +61,7 @@ def check_same_source(warehouse: Path, source_settings: SourceSettings) -> None:
     would be merged silently (its tables, `in_latest` and exports would mix both). The same source
     spelled differently (a relative and an absolute path, a file URL) is the same source; another
     branch, stream or file pattern of it is another source (SPEC section 1)."""
-    raw = store.read_state(warehouse / LISTING)
+    raw = store.read_state(Layout(warehouse).listing)
     recorded = _recorded_source(warehouse, raw)
     if recorded is None:
         return
@@ -98,7 +97,7 @@ def _iso(value: datetime | None) -> str | None:
 def recorded_listing(warehouse: Path) -> Listing | None:
     """The listing the last sync recorded; None before the first. A damaged one is DamagedFile: the
     next sync (upstream_source) writes it again."""
-    path = warehouse / LISTING
+    path = Layout(warehouse).listing
     if not path.exists():
         return None
     raw = store.read_json(path)
@@ -129,7 +128,7 @@ def stage(
     snapshots are staged in that many processes at once."""
     report = StageReport(listed=len(listing.snapshots))
     # A run killed mid-staging leaves its half-written snapshot folder behind: sweep it.
-    store.sweep(staging.staging_dir(warehouse))
+    store.sweep(Layout(warehouse).staging)
     staged, damaged = staging.scan_staging(warehouse)
     lost = _clear_damaged(damaged, listing, report)
     refs = {ref.snapshot_id: ref for ref in listing.snapshots}
@@ -177,7 +176,7 @@ def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, worke
 def _clear_damaged(damaged: list[staging.DamagedSnapshot], listing: Listing, report: StageReport) -> store.DamagedFile | None:
     """Remove every damaged staged snapshot the source still lists, so that it is staged again; the
     error naming the first one it no longer lists (its staging was the only copy), which is kept."""
-    listed = {staging.snapshot_key(ref.snapshot_id): ref.snapshot_id for ref in listing.snapshots}
+    listed = {snapshot_key(ref.snapshot_id): ref.snapshot_id for ref in listing.snapshots}
     lost = None
     for snapshot in damaged:
         if snapshot.folder.name in listed:

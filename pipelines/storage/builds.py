@@ -13,6 +13,7 @@ versions: the skip and the UI cannot disagree). A build is made under a temporar
 written last, then renamed whole; it is published by replacing the `current` link, one atomic rename. A
 process killed at any moment leaves `current` on the last good build, and a temporary folder the next build of
 that stage sweeps. State is where a folder sits (as in dlt's load packages), never a stamp beside the output.
+The folder and file names are `core.layout`'s.
 """
 
 from __future__ import annotations
@@ -26,14 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core.canonical import canonical_json
+from pipelines.core.layout import CURRENT, FILES, MANIFEST, PREVIOUS, Layout
 from pipelines.storage import store
-
-BUILDS = "_builds"
-MANIFEST = "manifest.json"
-# The folder of a build that holds what it publishes (the manifest beside it is never among what readers see).
-FILES = "files"
-CURRENT = "current"
-PREVIOUS = "previous"
 
 
 def build_key(stage: str, code: str, inputs: object, parameters: object = None) -> str:
@@ -74,7 +69,7 @@ class Stage:
     def __init__(self, warehouse: Path, name: str):
         self.warehouse = Path(warehouse)
         self.name = name
-        self.root = self.warehouse / BUILDS / name
+        self.root = Layout(self.warehouse).builds(name)
 
     def _read(self, folder: Path) -> Build | None:
         manifest = store.read_json(folder / MANIFEST)

@@ -21,7 +21,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-LOCK = ".writer.lock"
+from pipelines.core.layout import Layout
+
 TMP_MARK = ".tmp-"
 
 
@@ -208,7 +209,7 @@ def sweep(directory: Path) -> None:
 def writer_lock(directory: Path) -> Iterator[None]:
     """One writer at a time per warehouse, across processes; the OS drops it if the process dies."""
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / LOCK, "a+") as handle:
+    with open(Layout(directory).lock, "a+") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             sweep(directory)

@@ -3,23 +3,23 @@
 import dagster as dg
 
 from pipelines.assemble.build import LINKS as TABLE_LINKS
-from pipelines.assemble.build import STAGE as TABLES_STAGE
+from pipelines.core import layout
 from pipelines.defs.exports.assets import EXPORT as DOCUMENTS
 from pipelines.defs.exports.liger_exports import BMF, LIGER_CSVS
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import publish, versions
+from pipelines.duck import publish
 from pipelines.exports.report import build as report_build
 from pipelines.storage import builds
 
 CHECK = "build_intact"
 # Each stage, the asset its check is shown on, and the paths it publishes.
 STAGES = (
-    (TABLES_STAGE, "runs", TABLE_LINKS),
-    (versions.STAGE, "provider_comparisons", publish.LINKS),
+    (layout.TABLES_STAGE, "runs", TABLE_LINKS),
+    (layout.DATABASE_STAGE, "provider_comparisons", publish.LINKS),
     (DOCUMENTS.stage, "resource_documents", DOCUMENTS.links),
     (LIGER_CSVS.stage, "latest_liger_csvs", LIGER_CSVS.links),
     (BMF.stage, "bmf_exports", BMF.links),
-    (report_build.STAGE, "report", report_build.LINKS),
+    (layout.REPORT_STAGE, "report", report_build.LINKS),
 )
 
 

@@ -1,13 +1,13 @@
 import dagster as dg
 
+from pipelines.core import layout
 from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import ndjson
 from pipelines.exports.publish import Export
 
-FILES = ("runs.ndjson", "protocols.ndjson", "environments.ndjson")
-EXPORT = Export("resource_documents", "pipelines.exports.ndjson", {f"{ndjson.EXPORTS}/{name}": name for name in FILES})
+EXPORT = Export(layout.DOCUMENTS_STAGE, "pipelines.exports.ndjson", {layout.export_path(name): name for name in layout.DOCUMENT_FILES})
 
 DOCUMENT_SCHEMA = dg.TableSchema(
     columns=[
@@ -29,11 +29,11 @@ DOCUMENT_SCHEMA = dg.TableSchema(
 def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """Every run, protocol and environment as a resource document (the shape of the seed example),
     one JSON object per line in `WAREHOUSE_DIR/exports/{runs,protocols,environments}.ndjson`."""
-    out = warehouse.path / ndjson.EXPORTS
+    out = layout.Layout(warehouse.path).exports
     build = export_if_stale(context, warehouse, EXPORT, lambda folder: ndjson.write_ndjson(warehouse.path, folder))
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": build.counts["runs.ndjson"],
+            "dagster/row_count": build.counts[layout.document_file("runs")],
             "dagster/column_schema": DOCUMENT_SCHEMA,
             "files": dg.MetadataValue.json(build.counts),
             "path": dg.MetadataValue.path(str(out)),

@@ -2,17 +2,17 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.core import layout
 from pipelines.core.metadata import markdown_table
 from pipelines.defs.common import WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import bmf, liger_csv
-from pipelines.exports.ndjson import EXPORTS
 from pipelines.exports.publish import Export, ExportBuild
 
 FILE_NAME_MAX = 255
-LIGER_CSVS = Export("latest_liger_csvs", "pipelines.exports.liger_csv", {f"{EXPORTS}/{liger_csv.EXPORT_DIR}": ""})
-BMF = Export("bmf_exports", "pipelines.exports.bmf", {f"{EXPORTS}/{bmf.EXPORT_DIR}": ""})
+LIGER_CSVS = Export(layout.LIGER_CSV_STAGE, "pipelines.exports.liger_csv", {layout.export_path(layout.LIGER_CSV_EXPORT): ""})
+BMF = Export(layout.BMF_STAGE, "pipelines.exports.bmf", {layout.export_path(layout.BMF_EXPORT): ""})
 
 
 def _exported(out: Path, build: ExportBuild, what: str) -> dg.MaterializeResult:
@@ -37,7 +37,7 @@ def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -
     """The newest snapshot of every upstream file, rebuilt as a Liger CSV from the tables
     (same header, rows and order as upstream's file, readable by upstream's own tooling),
     in `WAREHOUSE_DIR/exports/liger_csv/<file name>`."""
-    out = warehouse.path / EXPORTS / liger_csv.EXPORT_DIR
+    out = layout.Layout(warehouse.path).export(layout.LIGER_CSV_EXPORT)
     build = export_if_stale(
         context, warehouse, LIGER_CSVS, lambda folder: liger_csv.write_latest(warehouse.path, folder, warn=context.log.warning)
     )
@@ -49,6 +49,6 @@ def bmf_exports(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.M
     """The latest passed runs in Bencher Metric Format, one file per GPU (a Bencher testbed):
     `WAREHOUSE_DIR/exports/bmf/<gpu slug>.json`, benchmark `kernel/pass[/metric]/provider/workload`
     with measure `latency` (ns) or `peak_memory` (bytes), median with p20/p80 bounds."""
-    out = warehouse.path / EXPORTS / bmf.EXPORT_DIR
+    out = layout.Layout(warehouse.path).export(layout.BMF_EXPORT)
     build = export_if_stale(context, warehouse, BMF, lambda folder: bmf.write_bmf(warehouse.path, folder))
     return _exported(out, build, "benchmarks")

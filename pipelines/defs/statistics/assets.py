@@ -1,6 +1,7 @@
 import dagster as dg
 
 from pipelines.core import column_docs, sql_files
+from pipelines.core.layout import DATABASE, Layout
 from pipelines.core.metadata import format_cell, markdown_table
 from pipelines.defs.common import WRITERS
 from pipelines.defs.resources import Warehouse
@@ -33,7 +34,7 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
         asset=table,
         blocking=True,
         description=sql_files.description(f"checks/{check}")
-        + " Judged before the new warehouse.duckdb is published: a file that fails it is never what readers see.",
+        + f" Judged before the new {DATABASE} is published: a file that fails it is never what readers see.",
     )
 
 
@@ -45,7 +46,7 @@ def _check_spec(check: str, table: str) -> dg.AssetCheckSpec:
         dg.AssetCheckSpec(
             INTACT_CHECK,
             asset=INTACT_ASSET,
-            description="warehouse.duckdb is the file its last build wrote (its sha256 is compared): a damaged one "
+            description=f"{DATABASE} is the file its last build wrote (its sha256 is compared): a damaged one "
             "(bit rot, a copy tool, bytes changed in place) fails this check and is rebuilt from the tables in the same run.",
         ),
     ],
@@ -63,7 +64,7 @@ def statistics(context: dg.AssetExecutionContext, warehouse: Warehouse):
             build = publish.build_database_if_changed(warehouse.path, warehouse.baselines)
         except publish.DatabaseRefused as refused:
             raise dg.Failure(description=str(refused)) from None
-    database = db.database_path(warehouse.path)
+    database = Layout(warehouse.path).database
     damaged = build.damaged
     if damaged:
         context.log.warning(f"{damaged}: rebuilt it from the tables")
@@ -102,7 +103,7 @@ def _table_metadata(warehouse: Warehouse, reader: db.Session, name: str, row_cou
             columns=[dg.TableColumn(column, type_, description=column_docs.column_description(name, column)) for column, type_ in columns]
         ),
         "preview": dg.MetadataValue.md(_markdown(preview.columns, preview.rows) if preview.rows else "_no rows_"),
-        "database": dg.MetadataValue.path(str(db.database_path(warehouse.path))),
+        "database": dg.MetadataValue.path(str(Layout(warehouse.path).database)),
     }
 
 

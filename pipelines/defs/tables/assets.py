@@ -3,6 +3,7 @@ import polars as pl
 
 from pipelines.assemble.build import CHECKS, TABLE_NAMES, BuildRefused, build_tables, tables_code_version
 from pipelines.core import column_docs, schemas
+from pipelines.core.layout import Layout
 from pipelines.defs.common import WRITERS, check_result, table_metadata
 from pipelines.defs.resources import Warehouse
 from pipelines.ingest.steps import recorded_listing
@@ -57,7 +58,7 @@ def warehouse_tables(context: dg.AssetExecutionContext, warehouse: Warehouse):
                 metadata={name: dg.MetadataValue.text(outcome.description) for name, outcome in refused.failed.items()},
             ) from None
         # Under the lock, so no other writer publishes a build while its first rows are read.
-        heads = {name: pl.scan_parquet(warehouse.path / f"{name}.parquet").head(PREVIEW_ROWS).collect() for name in TABLE_NAMES}
+        heads = {name: pl.scan_parquet(Layout(warehouse.path).table(name)).head(PREVIEW_ROWS).collect() for name in TABLE_NAMES}
     context.log.info("tables rewritten" if report.rewritten else "nothing changed: the published tables kept")
     if report.damaged:
         context.log.warning(f"{report.damaged}: the tables were built again")

@@ -5,7 +5,7 @@
 changed since; `build_report_if_stale` builds only then.
 """
 
-from pipelines.exports.report.build import REPORT_DIR, build_report, build_report_if_stale, is_stale, report_dir
+from pipelines.exports.report.build import build_report, build_report_if_stale, is_stale
 from pipelines.exports.report.site import ReportSummary
 
-__all__ = ["REPORT_DIR", "ReportSummary", "build_report", "build_report_if_stale", "is_stale", "report_dir"]
+__all__ = ["ReportSummary", "build_report", "build_report_if_stale", "is_stale"]

@@ -12,22 +12,17 @@ import datetime as dt
 import functools
 from pathlib import Path
 
-from pipelines.core import code_version, sql_files
-from pipelines.duck import db, publish, versions
+from pipelines.core import code_version, layout, sql_files
+from pipelines.duck import db, publish
 from pipelines.exports.report import html
 from pipelines.exports.report.data import ReportData, load
 from pipelines.exports.report.site import ReportSummary, write_site
 from pipelines.storage import builds
 
-REPORT_DIR = "report"
-STAGE = "report"
-LINKS = {REPORT_DIR: ""}
+# Where readers find the site: WAREHOUSE_DIR/report, a link to the published build's files folder.
+LINKS = {layout.REPORT: ""}
 # What the report reads: the stored statistics (run_noise, a view of runs, it does not) and the tables.
 STATISTICS = tuple(name for name in db.STATISTICS if name not in db.VIEWS)
-
-
-def report_dir(warehouse_dir: Path) -> Path:
-    return Path(warehouse_dir) / REPORT_DIR
 
 
 @functools.cache
@@ -39,18 +34,18 @@ def report_code_version() -> str:
 def report_key(warehouse_dir: Path) -> str:
     """The key of the report the warehouse's published database makes; for a database built outside a build (a
     test's), the identity of its file, which a rebuild changes."""
-    database = builds.Stage(warehouse_dir, versions.STAGE).current()
+    database = builds.Stage(warehouse_dir, layout.DATABASE_STAGE).current()
     if database is not None:
         inputs: object = {name: database.result["statistics"][name] for name in STATISTICS} | {"tables": publish.tables_key(warehouse_dir)}
     else:
-        stat = db.database_path(warehouse_dir).stat()
+        stat = layout.Layout(warehouse_dir).database.stat()
         inputs = {"database": [stat.st_ino, stat.st_mtime_ns, stat.st_size]}
-    return builds.build_key(STAGE, report_code_version(), inputs)
+    return builds.build_key(layout.REPORT_STAGE, report_code_version(), inputs)
 
 
 def is_stale(warehouse_dir: Path) -> bool:
     """True when the published report is missing or damaged, or was built from other statistics or by other code."""
-    current = builds.Stage(warehouse_dir, STAGE).current()
+    current = builds.Stage(warehouse_dir, layout.REPORT_STAGE).current()
     try:
         return current is None or current.key != report_key(warehouse_dir) or current.damage() is not None
     except FileNotFoundError:
@@ -59,7 +54,7 @@ def is_stale(warehouse_dir: Path) -> bool:
 
 def build_report_if_stale(warehouse_dir: Path, force: bool = False) -> tuple[bool, ReportSummary]:
     """(built, summary): build and publish the report unless the build of the same key is there intact."""
-    stage = builds.Stage(warehouse_dir, STAGE)
+    stage = builds.Stage(warehouse_dir, layout.REPORT_STAGE)
     found = None if force else stage.get(report_key(warehouse_dir))
     if found is not None and found.damage() is None:
         stage.publish(found, LINKS)
@@ -74,7 +69,7 @@ def build_report(warehouse_dir: Path) -> ReportSummary:
     folders such as this build's.
     """
     warehouse_dir = Path(warehouse_dir)
-    stage = builds.Stage(warehouse_dir, STAGE)
+    stage = builds.Stage(warehouse_dir, layout.REPORT_STAGE)
     key = report_key(warehouse_dir)  # before reading: a newer database makes the report stale, never falsely fresh
 
     def write(folder: Path) -> dict:
@@ -88,7 +83,9 @@ def build_report(warehouse_dir: Path) -> ReportSummary:
 
 
 def _summary(warehouse_dir: Path, recorded: dict) -> ReportSummary:
-    return ReportSummary(report_dir(warehouse_dir), recorded["kernel_pages"], recorded["gpus"], recorded["pages"], recorded["images"])
+    return ReportSummary(
+        layout.Layout(warehouse_dir).report, recorded["kernel_pages"], recorded["gpus"], recorded["pages"], recorded["images"]
+    )
 
 
 def _now() -> dt.datetime:
@@ -96,7 +93,7 @@ def _now() -> dt.datetime:
 
 
 def _footer(data: ReportData) -> str:
-    built = f"Built {html.text(_now())} UTC from warehouse.duckdb"
+    built = f"Built {html.text(_now())} UTC from {layout.DATABASE}"
     if not data.snapshots.height:
         return built + "."
     newest = data.snapshots.sort("committed_at", "snapshot_id", nulls_last=False).row(-1, named=True)

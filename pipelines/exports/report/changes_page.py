@@ -18,13 +18,14 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.core.layout import DATABASE
 from pipelines.exports.report import html, implementations
 from pipelines.exports.report.html import link, text
 from pipelines.exports.report.pages import TITLE, Picture, Site
 
 CHANGES = "changes.html"
 ABSENT = (
-    "This warehouse.duckdb has no change_points table (it was built before change points were computed): "
+    f"This {DATABASE} has no change_points table (it was built before change points were computed): "
     "there are no change points to show. Materialize the statistics again to add them."
 )
 EXPLAINED = (
