@@ -26,10 +26,6 @@ class Pending:
     attempt: int
     asked_at: float
 
-    @property
-    def run_key(self) -> str:
-        return self.head if self.attempt == 0 else f"{self.head}-retry-{self.attempt}"
-
     def retry_at(self, interval_s: float) -> float:
         return self.asked_at + min(interval_s * 2**self.attempt, MAX_BACKOFF_S)
 

@@ -65,7 +65,11 @@ def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehou
     if not plan.stage_keys and not check.files_at_head_changed and not retry:
         return dg.SensorResult(skip_reason=summary, cursor=SensorCursor(check.head).dump())
     asked = cursor.asked(check.head or "", now, retry)
-    request = request.with_replaced_attrs(run_key=asked.pending.run_key, tags={**request.tags, **_tags(asked.pending)})
+    # A run key is a tag: a CSV source's head (a sha256) is too long for one, and is shortened as tags are.
+    retry_suffix = "" if asked.pending.attempt == 0 else f"-retry-{asked.pending.attempt}"
+    request = request.with_replaced_attrs(
+        run_key=tag_value(asked.pending.head) + retry_suffix, tags={**request.tags, **_tags(asked.pending)}
+    )
     partitions = [SNAPSHOTS.build_add_request(list(plan.new_keys))] if plan.new_keys else []
     return dg.SensorResult(run_requests=[request], cursor=asked.dump(), dynamic_partitions_requests=partitions)
 
