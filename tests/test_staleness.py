@@ -175,3 +175,22 @@ def test_a_file_deleted_by_hand_fails_its_builds_check_and_the_next_run_builds_i
         assert ingest(definitions, instance).success
         assert bmf_file.is_file() and (warehouse / "report" / "index.html").is_file()
         assert all(e.passed for e in check_job.execute_in_process(instance=instance).get_asset_check_evaluations())
+
+
+def test_a_warehouse_from_before_builds_loses_its_stamps_to_the_first_writer(tmp_path):
+    from pipelines.core import layout
+    from pipelines.storage import store
+
+    for name in layout.FORMER_STAMPS:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".json"):
+            path.write_text("{}")
+        else:
+            path.mkdir()
+            (path / "resource_documents.json").write_text("{}")
+    (tmp_path / "runs.parquet").write_bytes(b"kept")
+    with store.writer_lock(tmp_path):
+        pass
+    assert not any((tmp_path / name).exists() for name in layout.FORMER_STAMPS)
+    assert (tmp_path / "runs.parquet").read_bytes() == b"kept"

@@ -54,6 +54,10 @@ EXPORTS = "exports"
 LOCK = ".writer.lock"
 OWNER_MARKER = ".liger-warehouse"
 
+# What a warehouse written before builds kept beside its outputs (stamps, a journal): deleted by the first writer
+# of a newer version, since builds replace every one of them.
+FORMER_STAMPS = ("_state.json", "_statistics_state.json", "_journal.json", "exports/_stamps")
+
 # The stages whose output is a build (`storage.builds`): the folder names under _builds/.
 TABLES_STAGE = "tables"
 DATABASE_STAGE = "database"

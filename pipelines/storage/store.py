@@ -21,6 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.core import layout
 from pipelines.core.layout import Layout
 
 TMP_MARK = ".tmp-"
@@ -205,6 +206,15 @@ def sweep(directory: Path) -> None:
                 stray.unlink(missing_ok=True)
 
 
+def _forget_former_stamps(directory: Path) -> None:
+    for name in layout.FORMER_STAMPS:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def writer_lock(directory: Path) -> Iterator[None]:
     """One writer at a time per warehouse, across processes; the OS drops it if the process dies."""
@@ -213,6 +223,7 @@ def writer_lock(directory: Path) -> Iterator[None]:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             sweep(directory)
+            _forget_former_stamps(directory)
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
