@@ -3,9 +3,11 @@ each returns what it measured as a JSON object."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pipelines.core import layout, settings
@@ -192,19 +194,29 @@ def _phase_statistics_floor(warehouse: str) -> dict:
     return {"sql_s": seconds, "groups": groups}
 
 
-def _phase_statistics_output(warehouse: str) -> dict:
-    """Storing the statistics' rows alone, copied as they are into a new file: what any SQL that
-    stores them costs before it computes anything."""
+@contextlib.contextmanager
+def _beside_the_database(warehouse: str, name: str) -> Iterator:
+    """A connection to a new DuckDB file `<name>.duckdb` in a scratch folder beside warehouse.duckdb (its catalog is
+    `name`), with the built file attached read-only as `built`; both gone on exit."""
     import duckdb
 
-    from pipelines.duck import database_build, db
+    from pipelines.duck import database_build
 
     database = layout.Layout(warehouse).database
     with (
         tempfile.TemporaryDirectory(dir=database.parent) as folder,
-        duckdb.connect(str(Path(folder) / "copy.duckdb"), config={"memory_limit": database_build.MEMORY_LIMIT}) as con,
+        duckdb.connect(str(Path(folder) / f"{name}.duckdb"), config={"memory_limit": database_build.MEMORY_LIMIT}) as con,
     ):
         con.execute("ATTACH ? AS built (READ_ONLY)", [str(database)])
+        yield con
+
+
+def _phase_statistics_output(warehouse: str) -> dict:
+    """Storing the statistics' rows alone, copied as they are into a new file: what any SQL that
+    stores them costs before it computes anything."""
+    from pipelines.duck import database_build, db
+
+    with _beside_the_database(warehouse, "copy") as con:
         con.execute("SET preserve_insertion_order = false")
         started = time.perf_counter()
         for name in db.STATISTICS:
@@ -218,17 +230,10 @@ def _phase_statistics_output(warehouse: str) -> dict:
 def _phase_series_floor(warehouse: str) -> dict:
     """The change-point step's floor: reading the series as it reads them (sql/series/series.sql and
     series_points.sql, to Arrow) and storing its two tables' rows, copied as they are into a new file."""
-    import duckdb
-
     from pipelines.core import sql_files
-    from pipelines.duck import database_build, db
+    from pipelines.duck import db
 
-    database = layout.Layout(warehouse).database
-    with (
-        tempfile.TemporaryDirectory(dir=database.parent) as folder,
-        duckdb.connect(str(Path(folder) / "floor.duckdb"), config={"memory_limit": database_build.MEMORY_LIMIT}) as con,
-    ):
-        con.execute("ATTACH ? AS built (READ_ONLY)", [str(database)])
+    with _beside_the_database(warehouse, "floor") as con:
         # The series SQL names runs, snapshots and the stored macros without a catalog: look them up in the built file.
         con.execute("SET search_path = 'built.main,floor.main'")
         started = time.perf_counter()
