@@ -18,7 +18,7 @@ import pytest
 from statistics_warehouse import BASELINES, fixture_runs, write_warehouse
 
 from pipelines.core import column_docs, layout, settings
-from pipelines.duck import database_build, db, publish
+from pipelines.duck import db, publish
 
 pytest_plugins = ["statistics_warehouse"]
 

@@ -194,3 +194,28 @@ def test_a_warehouse_from_before_builds_loses_its_stamps_to_the_first_writer(tmp
         pass
     assert not any((tmp_path / name).exists() for name in layout.FORMER_STAMPS)
     assert (tmp_path / "runs.parquet").read_bytes() == b"kept"
+
+
+def requested(result) -> set[str]:
+    return {key.to_user_string() for key in result._requested_partitions_by_asset_key}
+
+
+@pytest.mark.slow
+def test_the_automation_conditions_ask_for_exactly_what_a_code_change_made_stale(upstream_repo, tmp_path, monkeypatch):
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9"))}, "one")
+    try:
+        definitions = reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+        assert "warehouse_automation" in {sensor.name for sensor in definitions.get_repository_def().sensor_defs}
+        with dg.instance_for_test() as instance:
+            assert ingest(definitions, instance).success
+            first = dg.evaluate_automation_conditions(defs=definitions, instance=instance)
+            assert requested(first) == set(), "an up-to-date warehouse asked for a run"
+            unchanged = dg.evaluate_automation_conditions(defs=definitions, instance=instance, cursor=first.cursor)
+            assert requested(unchanged) == set()
+            changed_module(monkeypatch, tmp_path, "pipelines.exports.bmf")
+            definitions = reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+            after = dg.evaluate_automation_conditions(defs=definitions, instance=instance, cursor=unchanged.cursor)
+            assert requested(after) == {"bmf_exports"}
+    finally:
+        monkeypatch.undo()
+        reload_definitions(monkeypatch, tmp_path, upstream_repo.path)

@@ -16,6 +16,17 @@ from pipelines.core.metadata import bounded_json, column_types, markdown_preview
 # writers wait for one another there, where the UI shows who waits for whom.
 WRITERS = "warehouse_writers"
 
+# What Dagster rebuilds by itself once the `warehouse_automation` sensor is on (defs/automation.py): an asset whose
+# code version changed, or one an input of which was updated or which is missing, once no input is missing or
+# running. Upstream's git history Dagster cannot see: new snapshots stay the upstream sensor's and the schedule's.
+CODE_CHANGED = (
+    dg.AutomationCondition.code_version_changed().since_last_handled()
+    & ~dg.AutomationCondition.any_deps_missing()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+).with_label("code version changed")
+REBUILD = (dg.AutomationCondition.eager() | CODE_CHANGED).with_label("eager, or its code changed")
+
 
 def at_most_every(seconds: float, log: Callable[[str], None]) -> Callable[[str], None]:
     """`log`, passing on at most one message per `seconds`: the instance stores every log line

@@ -1,7 +1,7 @@
 import dagster as dg
 
 from pipelines.core import layout
-from pipelines.defs.common import WRITERS
+from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import ndjson
@@ -25,6 +25,7 @@ DOCUMENT_SCHEMA = dg.TableSchema(
     kinds={"json"},
     pool=WRITERS,
     code_version=EXPORT.code_version(),
+    automation_condition=REBUILD,
 )
 def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """Every run, protocol and environment as a resource document (the shape of the seed example),

@@ -4,7 +4,7 @@ import dagster as dg
 
 from pipelines.core import layout
 from pipelines.core.metadata import markdown_table
-from pipelines.defs.common import WRITERS
+from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import bmf, liger_csv
@@ -32,6 +32,7 @@ def _exported(out: Path, build: ExportBuild, what: str) -> dg.MaterializeResult:
     kinds={"csv"},
     pool=WRITERS,
     code_version=LIGER_CSVS.code_version(),
+    automation_condition=REBUILD,
 )
 def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The newest snapshot of every upstream file, rebuilt as a Liger CSV from the tables
@@ -44,7 +45,14 @@ def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -
     return _exported(out, build, "rows")
 
 
-@dg.asset(group_name="exports", deps=["runs", "measurements"], kinds={"json"}, pool=WRITERS, code_version=BMF.code_version())
+@dg.asset(
+    group_name="exports",
+    deps=["runs", "measurements"],
+    kinds={"json"},
+    pool=WRITERS,
+    code_version=BMF.code_version(),
+    automation_condition=REBUILD,
+)
 def bmf_exports(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The latest passed runs in Bencher Metric Format, one file per GPU (a Bencher testbed):
     `WAREHOUSE_DIR/exports/bmf/<gpu slug>.json`, benchmark `kernel/pass[/metric]/provider/workload`

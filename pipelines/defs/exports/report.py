@@ -2,7 +2,7 @@ import base64
 
 import dagster as dg
 
-from pipelines.defs.common import WRITERS
+from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.resources import Warehouse
 from pipelines.exports.report.build import STATISTICS, build_report_if_stale, report_code_version, report_key
 
@@ -10,7 +10,12 @@ OVERVIEW_ALT = "Geometric-mean ratio to the baseline per provider and GPU"
 
 
 @dg.asset(
-    group_name="exports", deps=[*STATISTICS, "runs", "snapshots"], kinds={"html", "svg"}, pool=WRITERS, code_version=report_code_version()
+    group_name="exports",
+    deps=[*STATISTICS, "runs", "snapshots"],
+    kinds={"html", "svg"},
+    pool=WRITERS,
+    code_version=report_code_version(),
+    automation_condition=REBUILD,
 )
 def report(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """A static site in `WAREHOUSE_DIR/report/` that opens from disk: per GPU and metric the

@@ -3,7 +3,7 @@ import dagster as dg
 from pipelines.core import column_docs, sql_files
 from pipelines.core.layout import DATABASE, Layout
 from pipelines.core.metadata import format_cell, markdown_table
-from pipelines.defs.common import WRITERS
+from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.resources import Warehouse
 from pipelines.duck import db, publish, versions
 
@@ -24,6 +24,7 @@ def _spec(name: str) -> dg.AssetSpec:
         group_name=GROUP,
         kinds={"duckdb", "sql"},
         code_version=versions.statistic_code_version(name),
+        automation_condition=REBUILD,
         metadata={"sql": f"sql/{db.statistic_sql(name)}.sql"},
     )
 

@@ -4,7 +4,7 @@ import polars as pl
 from pipelines.assemble.build import CHECKS, TABLE_NAMES, BuildRefused, build_tables, tables_code_version
 from pipelines.core import column_docs, schemas
 from pipelines.core.layout import Layout
-from pipelines.defs.common import WRITERS, check_result, table_metadata
+from pipelines.defs.common import REBUILD, WRITERS, check_result, table_metadata
 from pipelines.defs.resources import Warehouse
 from pipelines.ingest.steps import recorded_listing
 
@@ -36,6 +36,7 @@ BLOCKED = " The tables are judged by it before they are published: a build that 
             deps=["raw_snapshots"],
             kinds={"parquet"},
             code_version=tables_code_version(),
+            automation_condition=REBUILD,
         )
         for name in TABLE_NAMES
     ],
