@@ -111,8 +111,9 @@ def _phase_dagster_floor() -> dict:
     def c(b: int) -> int:
         return b + 1
 
-    os.chdir(os.environ["DAGSTER_HOME"])
-    with dg.DagsterInstance.get() as instance:
+    from pipelines.orchestration.instance_home import open_instance
+
+    with open_instance(Path(os.environ["DAGSTER_HOME"])) as instance:
         result = dg.materialize([a, b, c], instance=instance)
     if not result.success:
         raise RuntimeError("the trivial Dagster materialization failed")
@@ -124,10 +125,9 @@ def _phase_run_events() -> dict:
     to its last: each event is a write to the instance's storage, Dagster's own cost per step, check and partition."""
     import collections
 
-    import dagster as dg
+    from pipelines.orchestration.instance_home import open_instance
 
-    os.chdir(os.environ["DAGSTER_HOME"])
-    with dg.DagsterInstance.get() as instance:
+    with open_instance(Path(os.environ["DAGSTER_HOME"])) as instance:
         (run,) = instance.get_runs(limit=1)
         records = instance.all_logs(run.run_id)
     kinds = collections.Counter(r.dagster_event.event_type_value for r in records if r.dagster_event)

@@ -29,27 +29,25 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _use_project_instance() -> None:
-    # DAGSTER_HOME's dagster.yaml holds the instance; relative storage paths are taken from there.
-    if not os.environ.get("DAGSTER_HOME", "").strip():
-        os.environ["DAGSTER_HOME"] = str(instance.ensure_home(instance.default_home()))
-    home = Path(os.environ["DAGSTER_HOME"])
+def _project_instance() -> Path:
+    """DAGSTER_HOME, or the project's instance when it is unset, claimed for this warehouse. The process stays in the
+    user's folder: the instance is opened with its storage paths taken from its home (orchestration/instance_home)."""
+    home = Path(value) if (value := os.environ.get("DAGSTER_HOME", "").strip()) else instance.ensure_home(instance.default_home())
     if not home.is_dir():
         raise settings.SettingError(
             f"DAGSTER_HOME={str(home)!r} is not a folder: create it (a dagster.yaml there is the instance's), "
             "or unset DAGSTER_HOME for the project's instance"
         )
-    settings.use_absolute_paths()  # relative settings mean what they meant in the user's folder, not DAGSTER_HOME
-    instance.claim(Path(os.environ["DAGSTER_HOME"]), settings.read().warehouse_dir)
-    os.chdir(os.environ["DAGSTER_HOME"])
+    instance.claim(home, settings.read().warehouse_dir)
+    return home
 
 
 def materialize(args: argparse.Namespace) -> int:
     """Materialize every asset in-process with the project's Dagster instance."""
-    _use_project_instance()  # before Dagster's import: a wrong DAGSTER_HOME is said at once
+    home = _project_instance()  # before Dagster's import: a wrong DAGSTER_HOME is said at once
     from pipelines.orchestration.materialize import materialize_all
 
-    return materialize_all(verbose=args.verbose)
+    return materialize_all(home, verbose=args.verbose)
 
 
 def show_run(args: argparse.Namespace) -> int:

@@ -12,7 +12,6 @@ sqlfluff over `sql/`. Other arguments pass through:
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 import venv
@@ -56,20 +55,13 @@ def main(argv: list[str]) -> int:
         return 2
     python = ensure_venv()
     if argv[0] == "test":
-        command = [str(python), "-m", "pytest", *argv[1:]]
-    elif argv[0] == "lint":
-        os.chdir(ROOT)
+        return subprocess.run([str(python), "-m", "pytest", *argv[1:]], cwd=ROOT).returncode
+    if argv[0] == "lint":
         ruff, sqlfluff = str(VENV / "bin" / "ruff"), str(VENV / "bin" / "sqlfluff")
         checks = [[ruff, "check", "."], [ruff, "format", "--check", "."], [sqlfluff, "lint", "sql/"]]
-        return next((code for code in (subprocess.run(check).returncode for check in checks) if code), 0)
-    else:
-        command = [str(python), "-m", "pipelines", *argv]
-    # Standard library only, like this module: a relative LIGER_SOURCE means the user's folder, not ROOT.
-    from pipelines.core.settings import use_absolute_source
-
-    use_absolute_source()
-    os.chdir(ROOT)
-    return subprocess.run(command).returncode
+        return next((code for code in (subprocess.run(check, cwd=ROOT).returncode for check in checks) if code), 0)
+    # In the user's folder: a relative LIGER_SOURCE means that folder (the warehouse's folders mean the checkout's).
+    return subprocess.run([str(python), "-m", "pipelines", *argv]).returncode
 
 
 if __name__ == "__main__":

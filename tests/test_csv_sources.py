@@ -1,5 +1,8 @@
 """CSV sources (a local file, an http URL) materialized end to end through Dagster, as git sources are."""
 
+import os
+from pathlib import Path
+
 import dagster as dg
 import polars as pl
 import pytest
@@ -85,7 +88,7 @@ def test_a_relative_liger_source_is_taken_from_where_the_command_runs(upstream_r
     assert pl.read_parquet(tmp_path / "w" / "runs.parquet").height == 1
 
 
-def test_bootstrap_passes_a_relative_liger_source_on_as_absolute(tmp_path, monkeypatch):
+def test_bootstrap_runs_the_command_where_the_user_is_with_the_environment_untouched(tmp_path, monkeypatch):
     from pipelines import bootstrap
 
     seen = {}
@@ -93,13 +96,13 @@ def test_bootstrap_passes_a_relative_liger_source_on_as_absolute(tmp_path, monke
     monkeypatch.setattr(
         bootstrap.subprocess,
         "run",
-        lambda command, **kw: seen.update(source=bootstrap.os.environ["LIGER_SOURCE"]) or type("R", (), {"returncode": 0}),
+        lambda command, **kw: seen.update(kw, source=os.environ["LIGER_SOURCE"], cwd_now=Path.cwd()) or type("R", (), {"returncode": 0}),
     )
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(bootstrap.os, "chdir", lambda path: None)  # stays in tmp_path (undone after the test)
     monkeypatch.setenv("LIGER_SOURCE", "data/mine.csv")
     assert bootstrap.main(["materialize"]) == 0
-    assert seen["source"] == str(tmp_path / "data" / "mine.csv")
+    # The child resolves the relative source against this folder itself (settings.read): nothing is rewritten for it.
+    assert seen == {"source": "data/mine.csv", "cwd_now": tmp_path}
 
 
 @pytest.mark.parametrize(

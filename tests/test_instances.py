@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import liger_csv, liger_row
 from test_materialize import dagster_home, run_cli  # noqa: F401 (fixture)
 
-from pipelines.core import instance, layout
+from pipelines.core import instance, layout, settings
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -38,3 +39,19 @@ def test_two_warehouses_in_one_checkout_each_need_their_own_instance(upstream_re
     assert second.stderr.strip().count("\n") == 0, second.stderr
     assert f"serves the warehouse {tmp_path / 'a'}" in second.stderr and "DAGSTER_HOME" in second.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_the_instance_is_opened_from_any_folder_with_its_storage_under_its_home(tmp_path: Path, monkeypatch):
+    from pipelines.orchestration.instance_home import open_instance
+
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with open_instance(home) as opened:
+        assert opened.get_runs() == []
+        assert Path(opened.root_directory) == home / "data" / "dagster"
+    assert (home / "data" / "dagster" / "storage").is_dir()
+    assert not any(elsewhere.iterdir())  # the project's relative paths meant the home, not this folder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -54,22 +55,23 @@ def test_a_blank_value_means_the_default_for_every_setting(blank):
     assert read(dict.fromkeys(BLANK, blank)) == read({})
 
 
-def test_a_blank_source_stays_the_default_when_a_command_makes_paths_absolute(monkeypatch, tmp_path: Path):
-    monkeypatch.chdir(tmp_path)
-    for name in ("LIGER_SOURCE", "LIGER_CI_SOURCE", "WAREHOUSE_DIR", "LIGER_CACHE_DIR"):
-        monkeypatch.setenv(name, "   ")
-    settings.use_absolute_paths()
-    got = read()
+def test_a_blank_source_stays_the_default_and_is_not_the_current_folder(tmp_path: Path):
+    blank = dict.fromkeys(("LIGER_SOURCE", "LIGER_CI_SOURCE", "WAREHOUSE_DIR", "LIGER_CACHE_DIR"), "   ")
+    got = read(blank, cwd=tmp_path)
     assert got.source == settings.DEFAULT_SOURCE
     assert got.ci_source is None
     assert got.warehouse_dir == read({}).warehouse_dir
 
 
-def test_a_relative_source_with_spaces_around_it_is_the_users_folder(monkeypatch, tmp_path: Path):
+def test_a_relative_source_with_spaces_around_it_is_parsed_once_as_the_users_folder(monkeypatch, tmp_path: Path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LIGER_SOURCE", " upstream.git ")
-    settings.use_absolute_source()
-    assert read().source == str(tmp_path / "upstream.git")
+    monkeypatch.setenv("LIGER_CI_SOURCE", "ci/upstream.git")
+    got = read()
+    assert got.source == str(tmp_path / "upstream.git")
+    assert got.ci_source == str(tmp_path / "ci" / "upstream.git")
+    assert read({"LIGER_SOURCE": "upstream.git"}, cwd=tmp_path / "x").source == str(tmp_path / "x" / "upstream.git")
+    assert os.environ["LIGER_SOURCE"] == " upstream.git "  # parsed, never written back
 
 
 @pytest.mark.parametrize(

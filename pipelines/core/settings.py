@@ -42,9 +42,9 @@ def staging_workers_range() -> tuple[int, int]:
     return 1, max(1, min(MAX_STAGING_WORKERS, 2 * (os.cpu_count() or 1)))
 
 
-def _project_path(value: str) -> Path:
+def _project_path(value: str, cwd: Path) -> Path:
     path = Path(value).expanduser()
-    return path if path.is_absolute() else (PROJECT_ROOT if IN_CHECKOUT else Path.cwd()) / path
+    return path if path.is_absolute() else (PROJECT_ROOT if IN_CHECKOUT else cwd) / path
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,12 @@ class Settings:
     sensor_interval_s: int  # LIGER_SENSOR_INTERVAL_S: at least this long between two ticks of the upstream sensor
 
 
-def read(environ: Mapping[str, str] | None = None) -> Settings:
-    """The settings in `environ` (default the process environment). A blank value (empty, spaces) means the default;
-    one that cannot be used (a number out of its range, a word that is not one) is refused with a SettingError."""
+def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+    """The settings in `environ` (default the process environment), relative paths meaning `cwd` (default the current
+    folder) as the README says. A blank value (empty, spaces) means the default; one that cannot be used (a number out
+    of its range, a word that is not one) is refused with a SettingError."""
     env = os.environ if environ is None else environ
+    here = Path.cwd() if cwd is None else cwd
 
     def text(name: str, default: str) -> str:
         return env.get(name, "").strip() or default
@@ -92,15 +94,15 @@ def read(environ: Mapping[str, str] | None = None) -> Settings:
             "use a comma-separated subset of data,ci, or unset it for both"
         )
     workers = staging_workers_range()
-    source = text("LIGER_SOURCE", DEFAULT_SOURCE)
+    source = absolute_source(text("LIGER_SOURCE", DEFAULT_SOURCE), here)
     return Settings(
-        warehouse_dir=_project_path(text("WAREHOUSE_DIR", "data/warehouse")),
-        cache_dir=_project_path(text("LIGER_CACHE_DIR", "data/cache")),
+        warehouse_dir=_project_path(text("WAREHOUSE_DIR", "data/warehouse"), here),
+        cache_dir=_project_path(text("LIGER_CACHE_DIR", "data/cache"), here),
         source=source,
         branch=text("LIGER_BRANCH", DEFAULT_BRANCH),
         file_glob=text("LIGER_FILE_GLOB", DEFAULT_FILE_GLOB),
         streams=streams,
-        ci_source=text("LIGER_CI_SOURCE", "") or None,
+        ci_source=absolute_source(text("LIGER_CI_SOURCE", ""), here) or None,
         ci_branch=text("LIGER_CI_BRANCH", "") or None,
         ci_file_glob=text("LIGER_CI_FILE_GLOB", DEFAULT_CI_FILE_GLOB),
         baselines=tuple(p.strip() for p in text("LIGER_BASELINES", "").split(",") if p.strip()) or DEFAULT_BASELINES,
@@ -115,27 +117,9 @@ def _shown(value: str) -> str:
 
 
 def absolute_source(value: str, cwd: Path) -> str:
-    """`value` (a LIGER_SOURCE) as given, unless it is a relative local path: that is made absolute
-    against `cwd`, the folder the user ran the command in, before the command moves to DAGSTER_HOME."""
+    """`value` (a LIGER_SOURCE) as given, unless it is a relative local path: that is made absolute against `cwd`, the
+    folder the command runs in, so that the source's identity and the staging workers see one address."""
     # A colon marks a URL (https://, file://), an scp-like address (git@host:path) or a remote helper.
     if not value or value.startswith(("-", "~")) or ":" in value or Path(value).is_absolute():
         return value
     return str(cwd / value)
-
-
-def use_absolute_source() -> None:
-    """Make a relative `LIGER_SOURCE` (and `LIGER_CI_SOURCE`) in the environment absolute, for a command about to
-    change directory."""
-    for name in ("LIGER_SOURCE", "LIGER_CI_SOURCE"):
-        # A blank value is the default, not a path: made absolute it would name the current folder.
-        if (value := os.environ.get(name)) and value.strip():
-            os.environ[name] = absolute_source(value.strip(), Path.cwd())
-
-
-def use_absolute_paths() -> None:
-    """Make every folder the settings name absolute in the environment, for a command about to change directory:
-    a relative `LIGER_SOURCE` is the user's folder, and so are the others outside a checkout."""
-    use_absolute_source()
-    current = read()
-    os.environ["WAREHOUSE_DIR"] = str(current.warehouse_dir)
-    os.environ["LIGER_CACHE_DIR"] = str(current.cache_dir)

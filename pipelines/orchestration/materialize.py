@@ -1,10 +1,10 @@
-"""Run the ingest in-process with the Dagster instance of DAGSTER_HOME, as the daily schedule would, printing progress."""
+"""Run the ingest in-process with the Dagster instance of a DAGSTER_HOME, as the daily schedule would, printing progress."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
+from pathlib import Path
 
 import dagster as dg
 import sqlalchemy.exc
@@ -13,6 +13,7 @@ from pipelines.core.errors import UserError
 from pipelines.ingest.source_types import SourceError
 from pipelines.ingest.steps import sync
 from pipelines.orchestration import console
+from pipelines.orchestration.instance_home import open_instance
 from pipelines.orchestration.plan import LISTED_TAG, LISTING_FAILED_TAG, IngestPlan, plan_ingest, register
 from pipelines.storage import store
 
@@ -49,14 +50,14 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
     )
 
 
-def materialize_all(verbose: bool = False) -> int:
-    """Ingest and compute everything; a failed step ends it with its one line (its stack in the log with `verbose`),
+def materialize_all(home: Path, verbose: bool = False) -> int:
+    """Ingest and compute everything with the instance in `home`; a failed step ends it with its one line (its stack in the log with `verbose`),
     an interrupt with KeyboardInterrupt (the warehouse keeps its last commit)."""
     from pipelines.definitions import defs
     from pipelines.orchestration.run_health import fail_dead_runs, worker_tags
 
     try:
-        with dg.DagsterInstance.get() as instance:
+        with open_instance(home) as instance:
             for message in fail_dead_runs(instance):
                 print(message, file=sys.stderr)
             with console.helpers_spared_by_ctrl_c():
@@ -70,7 +71,6 @@ def materialize_all(verbose: bool = False) -> int:
                 )
     except sqlalchemy.exc.DBAPIError as exc:
         # The instance's own storage failed (a full disk, a database that went away): the run cannot even be recorded.
-        home = os.environ.get("DAGSTER_HOME", "")
         raise UserError(
             f"the Dagster instance in {home} cannot be written or read ({exc.orig}); free disk space or fix its storage, then run again"
         ) from None
