@@ -47,12 +47,11 @@ def _phase_floor_csv(csv: str, out: str) -> dict:
 
 def _phase_normalize(csv: str, warehouse: str) -> dict:
     from pipelines.assemble.build import build_tables
-    from pipelines.ingest.source_settings import SourceSettings
     from pipelines.ingest.steps import stage_new, sync
     from pipelines.storage import store
 
     folder = Path(warehouse)
-    source = SourceSettings(csv, settings.DEFAULT_BRANCH, settings.DEFAULT_FILE_GLOB, folder.parent / "cache")
+    source = settings.for_source(csv, cache_dir=folder.parent / "cache")
     with store.writer_lock(folder):
         started = time.perf_counter()
         listing = sync(folder, source)

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from bench import synthetic
 from pipelines.core import settings
-from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import stage_new, sync
 
 DEFAULT_BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-benchmark-data.bundle"
@@ -44,7 +43,7 @@ def synthetic_history(root: Path, snapshots: int, rows: int) -> Path:
 
 def time_staging(source: Path, work: Path, workers: int) -> tuple[float, int]:
     """(wall seconds, snapshots staged) of staging every snapshot of `source` into a new warehouse."""
-    settings_ = SourceSettings(str(source), settings.DEFAULT_BRANCH, settings.DEFAULT_FILE_GLOB, work / "cache")
+    settings_ = settings.for_source(str(source), cache_dir=work / "cache")
     warehouse = work / f"warehouse-{workers}"
     shutil.rmtree(warehouse, ignore_errors=True)
     listing = sync(warehouse, settings_)

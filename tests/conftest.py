@@ -66,11 +66,11 @@ def build_warehouse(
 ) -> Path:
     """Ingest `source` into `warehouse` with the library (no Dagster): sync, stage, tables, DuckDB."""
     from pipelines.assemble.build import build_tables
-    from pipelines.ingest.source_settings import SourceSettings
+    from pipelines.core.settings import for_source
     from pipelines.ingest.steps import stage_new, sync
     from pipelines.storage import store
 
-    source_settings = SourceSettings(source, branch, file_glob, cache, streams=streams)
+    source_settings = for_source(source, branch, file_glob, cache, streams=streams)
     with store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)

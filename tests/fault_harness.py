@@ -20,8 +20,8 @@ from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 from pipelines.assemble import checks
 from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.core import settings
+from pipelines.core.settings import for_source
 from pipelines.duck import db, publish
-from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
@@ -38,11 +38,11 @@ from pipelines.core import settings
 from pipelines.duck import database_build, db, publish
 from pipelines.storage import store
 from pipelines.assemble.build import build_tables
-from pipelines.ingest.source_settings import SourceSettings
+from pipelines.core.settings import for_source
 from pipelines.ingest.steps import stage_new, sync
 
 warehouse, source, cache = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-source_settings = SourceSettings(source, "main", "benchmark/data/all_benchmark_data*.csv", cache)
+source_settings = for_source(source, "main", "benchmark/data/all_benchmark_data*.csv", cache)
 def phase(name):
     print(name, flush=True)
 phase("ready")
@@ -92,7 +92,7 @@ def add_commits(repo: UpstreamRepo, first: int, last: int) -> None:
 
 def ingest_now(warehouse: Path, cache: Path, source: str) -> None:
     """One normal run, in this process, step by step as the assets run it."""
-    source_settings = SourceSettings(source, "main", FILE_GLOB, cache)
+    source_settings = for_source(source, "main", FILE_GLOB, cache)
     with store.writer_lock(warehouse):
         listing = sync(warehouse, source_settings)
         stage_new(warehouse, source_settings, listing)

@@ -24,9 +24,9 @@ from pipelines.assemble.history import History
 from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
 from pipelines.core.layout import Layout
+from pipelines.core.settings import for_source
 from pipelines.duck import database_build
 from pipelines.ingest import parse_fast
-from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
@@ -144,7 +144,7 @@ def with_clashing_runs(path: Path, copies: int = 40) -> Path:
 
 
 def normalize_into(warehouse: Path, source: Path) -> Path:
-    settings_ = SourceSettings(str(source), "main", "*.csv", warehouse.parent / "cache")
+    settings_ = for_source(str(source), "main", "*.csv", warehouse.parent / "cache")
     with store.writer_lock(warehouse):
         listing = sync(warehouse, settings_)
         stage_new(warehouse, settings_, listing)

@@ -19,9 +19,9 @@ from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 from pipelines.assemble import checks, tables
 from pipelines.assemble.build import TABLE_NAMES, build_tables
 from pipelines.core import layout, settings
+from pipelines.core.settings import for_source
 from pipelines.duck import db, publish
 from pipelines.ingest import staging
-from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import recorded_listing, stage_new, sync
 from pipelines.ingest.upstream_changes import check_upstream
 from pipelines.storage import store
@@ -51,7 +51,7 @@ def rows(commit: int, gpu: str) -> list[str]:
 def run_next(warehouse: Path, cache: Path, source: str) -> None:
     """The next run's ingest steps, each as its Dagster asset calls it (under the writer lock, the listing
     read back from `_source.json` between the steps)."""
-    source_settings = SourceSettings(source, "main", FILE_GLOB, cache)
+    source_settings = for_source(source, "main", FILE_GLOB, cache)
     with store.writer_lock(warehouse):
         sync(warehouse, source_settings)
     with store.writer_lock(warehouse):
@@ -236,7 +236,7 @@ LISTING_DAMAGES = {
 def test_a_damaged_listing_is_synced_again(clean, tmp_path, damage):
     warehouse, cache = clean.copy(tmp_path / "w")
     LISTING_DAMAGES[damage](layout.Layout(warehouse).listing)
-    source_settings = SourceSettings(clean.source, "main", FILE_GLOB, cache)
+    source_settings = for_source(clean.source, "main", FILE_GLOB, cache)
     # The sensor does not fail on it: it asks for the run that lists the source again.
     assert check_upstream(warehouse, source_settings, None).files_at_head_changed
     # The tables alone (materialized without the source) say which file and what to do.
@@ -298,7 +298,7 @@ def test_a_table_damaged_inside_is_named_by_the_statistics_and_rebuilt_by_the_ne
 def test_a_damaged_snapshot_the_source_no_longer_has_is_named_with_what_to_do(tmp_path):
     """A CSV source lists only its current content: an older content's staging is the only copy."""
     csv = tmp_path / "runs.csv"
-    source_settings = SourceSettings(str(csv), "main", FILE_GLOB, tmp_path / "cache")
+    source_settings = for_source(str(csv), "main", FILE_GLOB, tmp_path / "cache")
     warehouse = tmp_path / "warehouse"
     for version in range(2):
         csv.write_text(liger_csv(*rows(version, "NVIDIA A100-SXM4-80GB")))

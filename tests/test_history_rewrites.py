@@ -13,7 +13,7 @@ from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
 from pipelines.assemble.build import TablesReport, build_tables
-from pipelines.ingest.source_settings import SourceSettings
+from pipelines.core.settings import for_source
 from pipelines.ingest.source_types import ShallowSource, SourceError
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
@@ -22,7 +22,7 @@ DATA = "benchmark/data/all_benchmark_data.csv"
 
 
 def ingest(warehouse: Path, source: Path | str, cache: Path, branch: str = "main") -> TablesReport:
-    settings = SourceSettings(str(source), branch, FILE_GLOB, cache)
+    settings = for_source(str(source), branch, FILE_GLOB, cache)
     with store.writer_lock(warehouse):
         listing = sync(warehouse, settings)
         stage_new(warehouse, settings, listing)
@@ -125,7 +125,7 @@ def test_a_force_push_of_the_real_ci_history_is_followed(upstream_bundle, tmp_pa
     """A copy of the bundle whose gh-pages loses its newest benchmark folders to a force-push, then gets them back."""
     source = tmp_path / "upstream.git"
     subprocess.run(["git", "clone", "--quiet", "--mirror", str(upstream_bundle), str(source)], check=True)
-    settings = SourceSettings(str(source), "main", FILE_GLOB, tmp_path / "cache", streams=("data", "ci"))
+    settings = for_source(str(source), "main", FILE_GLOB, tmp_path / "cache", streams=("data", "ci"))
     warehouse = tmp_path / "warehouse"
 
     def run() -> TablesReport:

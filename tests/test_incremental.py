@@ -12,8 +12,8 @@ from conftest import FILE_GLOB, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
 from pipelines.assemble.build import TABLE_NAMES, build_tables
+from pipelines.core.settings import for_source
 from pipelines.duck import database_build, db
-from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
@@ -23,7 +23,7 @@ CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
 
 def ingest(warehouse: Path, source: Path, cache: Path):
     """One scheduled run's worth of work, without Dagster: (stage report, tables report)."""
-    settings = SourceSettings(str(source), "main", FILE_GLOB, cache)
+    settings = for_source(str(source), "main", FILE_GLOB, cache)
     with store.writer_lock(warehouse):
         listing = sync(warehouse, settings)
         staged = stage_new(warehouse, settings, listing)

@@ -94,8 +94,8 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     from polars.testing import assert_frame_equal
 
     from pipelines.assemble.build import TABLE_NAMES, build_tables
+    from pipelines.core.settings import for_source
     from pipelines.ingest import stage_pool
-    from pipelines.ingest.source_settings import SourceSettings
     from pipelines.ingest.steps import stage_new, sync
 
     for day in range(1, stage_pool.PARALLEL_FROM + 2):
@@ -104,7 +104,7 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     built = {}
     for workers in (1, 2):
         warehouse = tmp_path / f"warehouse-{workers}"
-        source = SourceSettings(str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache")
+        source = for_source(str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache")
         listing = sync(warehouse, source)
         assert len(stage_new(warehouse, source, listing, workers=workers).staged) == stage_pool.PARALLEL_FROM + 1
         build_tables(warehouse, listing)

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.core import settings
 from pipelines.exports import liger_csv
-from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.source_settings import git_streams
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +54,7 @@ def test_every_snapshot_of_both_streams_rebuilds_to_its_content_sha256(upstream_
 def test_the_default_source_reads_both_streams_of_upstream():
     current = settings.read({})
     assert current.source == settings.DEFAULT_SOURCE and current.streams == ("data", "ci")
-    source = SourceSettings(current.source, current.branch, current.file_glob, Path("cache"), streams=current.streams)
-    streams = [(s.name, s.source, s.branch, s.file_glob) for s in source.git_streams()]
+    streams = [(s.name, s.source, s.branch, s.file_glob) for s in git_streams(current)]
     assert streams == [
         ("data", settings.DEFAULT_SOURCE, "main", "benchmark/data/all_benchmark_data*.csv"),
         ("ci", settings.DEFAULT_SOURCE, "gh-pages", "benchmarks/*/benchmark.csv"),

@@ -16,11 +16,11 @@ from report_reading import SVG, Page, TableReader, read_svg, site_pages, svg_tex
 
 from pipelines.assemble.build import build_tables
 from pipelines.core import settings
+from pipelines.core.settings import for_source
 from pipelines.duck import database_build, db
 from pipelines.exports.report import build_report, changes_page, history, history_site, implementations
 from pipelines.exports.report.style import BASELINE, GRID, INK
 from pipelines.exports.report.timeline import IMPROVED, REGRESSED
-from pipelines.ingest.source_settings import SourceSettings
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
@@ -68,7 +68,7 @@ def two_streams(upstream_repo, tmp_path) -> Path:
         upstream_repo.commit({f"benchmarks/{folder}/benchmark.csv": liger_csv(*_ci_rows(timestamp, *values))}, f"ci {folder}")
     git(upstream_repo.path, "checkout", "--quiet", "main")
     warehouse = tmp_path / "warehouse"
-    source = SourceSettings(str(upstream_repo.path), "main", settings.DEFAULT_FILE_GLOB, tmp_path / "cache", streams=("data", "ci"))
+    source = for_source(str(upstream_repo.path), "main", settings.DEFAULT_FILE_GLOB, tmp_path / "cache", streams=("data", "ci"))
     with store.writer_lock(warehouse):
         listing = sync(warehouse, source)
         stage_new(warehouse, source, listing)

@@ -282,7 +282,7 @@ def test_an_unknown_branch_says_so_and_names_liger_branch(upstream_repo, tmp_pat
 def test_the_sensor_refuses_another_source_too(upstream_repo, tmp_path):
     from conftest import UpstreamRepo, build_warehouse
 
-    from pipelines.ingest.source_settings import SourceSettings
+    from pipelines.core.settings import for_source
     from pipelines.ingest.upstream_changes import check_upstream
 
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
@@ -290,7 +290,7 @@ def test_the_sensor_refuses_another_source_too(upstream_repo, tmp_path):
     other.commit({DATA: liger_csv(liger_row(x_value="7"))}, "other")
     warehouse = build_warehouse(tmp_path / "w", str(upstream_repo.path), tmp_path / "cache")
     with pytest.raises(SourceError, match="WAREHOUSE_DIR"):
-        check_upstream(warehouse, SourceSettings(str(other.path), "main", FILE_GLOB, tmp_path / "cache"), None)
+        check_upstream(warehouse, for_source(str(other.path), "main", FILE_GLOB, tmp_path / "cache"), None)
 
 
 def test_a_header_over_64_kib_is_read_whole(upstream_repo, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 
 from pipelines.assemble.build import build_tables
-from pipelines.ingest.source_settings import SourceSettings
+from pipelines.core.settings import Settings, for_source
 from pipelines.ingest.source_types import BranchNotFound
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
@@ -20,11 +20,11 @@ CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def both(source: Path, cache: Path, **ci) -> SourceSettings:
-    return SourceSettings(str(source), "main", FILE_GLOB, cache, streams=("data", "ci"), **ci)
+def both(source: Path, cache: Path, **ci) -> Settings:
+    return for_source(str(source), "main", FILE_GLOB, cache, streams=("data", "ci"), **ci)
 
 
-def ingest(warehouse: Path, settings: SourceSettings) -> dict[str, pl.DataFrame]:
+def ingest(warehouse: Path, settings: Settings) -> dict[str, pl.DataFrame]:
     with store.writer_lock(warehouse):
         listing = sync(warehouse, settings)
         stage_new(warehouse, settings, listing)
@@ -110,7 +110,7 @@ def test_the_ci_stream_alone_and_from_another_repository(upstream_repo, tmp_path
     settings = both(elsewhere.path, tmp_path / "cache", ci_source=str(upstream_repo.path))
     tables = ingest(tmp_path / "warehouse", settings)
     assert tables["snapshots"].group_by("stream").len().sort("stream").rows() == [("ci", 4), ("data", 1)]
-    alone = SourceSettings(str(upstream_repo.path), "main", FILE_GLOB, tmp_path / "cache", streams=("ci",))
+    alone = for_source(str(upstream_repo.path), "main", FILE_GLOB, tmp_path / "cache", streams=("ci",))
     assert set(ingest(tmp_path / "ci-only", alone)["snapshots"]["stream"]) == {"ci"}
 
 

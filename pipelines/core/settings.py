@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +31,7 @@ STREAMS = ("data", "ci")
 # host; less often than daily, the daily schedule asks first.
 MAX_STAGING_WORKERS = 16
 SENSOR_INTERVAL_RANGE = (10, 86_400)
+DEFAULT_SENSOR_INTERVAL_S = 3600
 
 
 class SettingError(ValueError):
@@ -107,8 +108,17 @@ def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> S
         ci_file_glob=text("LIGER_CI_FILE_GLOB", DEFAULT_CI_FILE_GLOB),
         baselines=tuple(p.strip() for p in text("LIGER_BASELINES", "").split(",") if p.strip()) or DEFAULT_BASELINES,
         staging_workers=count("LIGER_STAGING_WORKERS", min(2, os.cpu_count() or 1), workers),
-        sensor_interval_s=count("LIGER_SENSOR_INTERVAL_S", 3600, SENSOR_INTERVAL_RANGE),
+        sensor_interval_s=count("LIGER_SENSOR_INTERVAL_S", DEFAULT_SENSOR_INTERVAL_S, SENSOR_INTERVAL_RANGE),
     )
+
+
+def for_source(
+    source: str, branch: str = DEFAULT_BRANCH, file_glob: str = DEFAULT_FILE_GLOB, cache_dir: Path | None = None, **values
+) -> Settings:
+    """The default settings, reading `source` (its branch, file pattern, cache and any other setting given): how the
+    bench and the tests name a source without an environment."""
+    defaults = read({})
+    return replace(defaults, source=source, branch=branch, file_glob=file_glob, cache_dir=cache_dir or defaults.cache_dir, **values)
 
 
 def _shown(value: str) -> str:

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import os
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -5,13 +7,15 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.core import instance, lifetime, settings
+from pipelines.core.settings import Settings
 from pipelines.duck import db
-from pipelines.ingest.source_settings import SourceSettings
 from pipelines.storage import store
 
 
 class Warehouse(dg.ConfigurableResource):
-    """Where the warehouse lives, what it reads, and which providers are baselines.
+    """The settings (`pipelines.core.settings.Settings`) as Dagster's resource: where the warehouse lives, what it
+    reads, and which providers are baselines. One field per setting, of the same name; `settings` is the one value
+    the steps below it take.
 
     Defaults come from the environment when the definitions load (`settings.read`, which says why not `dg.EnvVar`).
     """
@@ -21,29 +25,52 @@ class Warehouse(dg.ConfigurableResource):
     branch: str
     file_glob: str
     streams: list[str] = list(settings.STREAMS)
-    # Empty: the source's repository, upstream's CI branch (see SourceSettings).
+    # Empty: unset (the source's repository, upstream's CI branch; see source_settings.git_streams).
     ci_source: str = ""
     ci_branch: str = ""
     ci_file_glob: str = settings.DEFAULT_CI_FILE_GLOB
     cache_dir: str
     baselines: list[str]
     staging_workers: int = 1
+    sensor_interval_s: int = settings.DEFAULT_SENSOR_INTERVAL_S
+
+    @classmethod
+    def of(cls, current: Settings) -> Warehouse:
+        return cls(
+            warehouse_dir=str(current.warehouse_dir),
+            source=current.source,
+            branch=current.branch,
+            file_glob=current.file_glob,
+            streams=list(current.streams),
+            ci_source=current.ci_source or "",
+            ci_branch=current.ci_branch or "",
+            ci_file_glob=current.ci_file_glob,
+            cache_dir=str(current.cache_dir),
+            baselines=list(current.baselines),
+            staging_workers=current.staging_workers,
+            sensor_interval_s=current.sensor_interval_s,
+        )
 
     @property
-    def path(self) -> Path:
-        return Path(self.warehouse_dir)
-
-    def source_settings(self) -> SourceSettings:
-        return SourceSettings(
-            self.source,
-            self.branch,
-            self.file_glob,
-            Path(self.cache_dir),
+    def settings(self) -> Settings:
+        return Settings(
+            warehouse_dir=Path(self.warehouse_dir),
+            cache_dir=Path(self.cache_dir),
+            source=self.source,
+            branch=self.branch,
+            file_glob=self.file_glob,
             streams=tuple(self.streams),
             ci_source=self.ci_source or None,
             ci_branch=self.ci_branch or None,
             ci_file_glob=self.ci_file_glob,
+            baselines=tuple(self.baselines),
+            staging_workers=self.staging_workers,
+            sensor_interval_s=self.sensor_interval_s,
         )
+
+    @property
+    def path(self) -> Path:
+        return Path(self.warehouse_dir)
 
     def writing(self) -> AbstractContextManager[None]:
         """Hold the warehouse for writing: its file lock (Dagster's pool serializes Dagster's writers, the lock
@@ -62,19 +89,7 @@ def default_warehouse() -> Warehouse:
     if home := os.environ.get("DAGSTER_HOME"):
         # The daemon, the webserver and `dg dev` load the definitions on the instance in DAGSTER_HOME.
         instance.claim(Path(home), current.warehouse_dir)
-    return Warehouse(
-        warehouse_dir=str(current.warehouse_dir),
-        source=current.source,
-        branch=current.branch,
-        file_glob=current.file_glob,
-        streams=list(current.streams),
-        ci_source=current.ci_source or "",
-        ci_branch=current.ci_branch or "",
-        ci_file_glob=current.ci_file_glob,
-        cache_dir=str(current.cache_dir),
-        baselines=list(current.baselines),
-        staging_workers=current.staging_workers,
-    )
+    return Warehouse.of(current)
 
 
 @dg.definitions

@@ -16,9 +16,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from pipelines.core import lifetime
+from pipelines.core.settings import Settings
 from pipelines.ingest import staging
 from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.source_settings import source_of
 from pipelines.ingest.source_types import SnapshotRef
 
 # Below this many snapshots, starting the worker processes (each imports polars) costs more than it saves.
@@ -27,12 +28,10 @@ PARALLEL_FROM = 4
 _worker: dict = {}
 
 
-def stage_all(
-    warehouse: Path, settings: SourceSettings, jobs: list[tuple[SnapshotRef, int]], workers: int
-) -> Iterator[staging.SnapshotMeta]:
+def stage_all(warehouse: Path, settings: Settings, jobs: list[tuple[SnapshotRef, int]], workers: int) -> Iterator[staging.SnapshotMeta]:
     """Stage each (snapshot, ingest_seq) of `jobs`, yielding their metadata in the order of `jobs`."""
     if workers <= 1 or len(jobs) < PARALLEL_FROM:
-        source, cache = settings.open(), DistinctCache()
+        source, cache = source_of(settings), DistinctCache()
         for ref, seq in jobs:
             yield staging.stage_snapshot(warehouse, ref, source.read, cache, seq)
         return
@@ -60,13 +59,13 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _open(settings: SourceSettings, parent: int) -> None:
+def _open(settings: Settings, parent: int) -> None:
     lifetime.die_with_parent(parent)
     # Ctrl-C reaches the whole process group: the run (the parent) stops the pool and says it was interrupted;
     # a worker that took the interrupt itself would die with a traceback and break the pool instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    _worker["source"] = settings.open()
+    _worker["source"] = source_of(settings)
     _worker["cache"] = DistinctCache()
 
 

@@ -9,9 +9,10 @@ from datetime import datetime
 from pathlib import Path
 
 from pipelines.core.layout import Layout, snapshot_key
+from pipelines.core.settings import Settings
 from pipelines.ingest import stage_pool, staging
 from pipelines.ingest.source_address import normalized_source
-from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.source_settings import describe, identity, source_of
 from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
 from pipelines.storage import store
 
@@ -32,21 +33,21 @@ class StageReport:
         return [meta.snapshot_id for meta in self.metas]
 
 
-def sync(warehouse: Path, source_settings: SourceSettings) -> Listing:
+def sync(warehouse: Path, settings: Settings) -> Listing:
     """Clone or fetch the source and record what it holds now in `_source.json`."""
-    check_same_source(warehouse, source_settings)
-    source = source_settings.open()
+    check_same_source(warehouse, settings)
+    source = source_of(settings)
     source.sync()
     listing = source.listing()
     store.write_json_atomic(
         Layout(warehouse).listing,
         {
-            "source": source_settings.source,
-            "source_key": normalized_source(source_settings.source),
-            "identity": source_settings.identity(),
-            "described": source_settings.describe(),
+            "source": settings.source,
+            "source_key": normalized_source(settings.source),
+            "identity": identity(settings),
+            "described": describe(settings),
             "absent_streams": list(getattr(source, "absent", [])),
-            "branch": source_settings.branch,
+            "branch": settings.branch,
             "head": listing.head,
             "files_at_head": list(listing.files_at_head),
             "head_snapshots": list(listing.head_snapshots) if listing.head_snapshots is not None else None,
@@ -56,7 +57,7 @@ def sync(warehouse: Path, source_settings: SourceSettings) -> Listing:
     return listing
 
 
-def check_same_source(warehouse: Path, source_settings: SourceSettings) -> None:
+def check_same_source(warehouse: Path, settings: Settings) -> None:
     """Refuse to ingest a second source into a warehouse that holds one already: the two histories
     would be merged silently (its tables, `in_latest` and exports would mix both). The same source
     spelled differently (a relative and an absolute path, a file URL) is the same source; another
@@ -66,15 +67,15 @@ def check_same_source(warehouse: Path, source_settings: SourceSettings) -> None:
     if recorded is None:
         return
     shown, key = recorded
-    if key != normalized_source(source_settings.source):
+    if key != normalized_source(settings.source):
         raise SourceError(
-            f"the warehouse {warehouse} holds the source {shown!r}, not LIGER_SOURCE {source_settings.source!r}: one warehouse holds "
+            f"the warehouse {warehouse} holds the source {shown!r}, not LIGER_SOURCE {settings.source!r}: one warehouse holds "
             f"one source; set WAREHOUSE_DIR to another folder for the new source, or delete {warehouse} to rebuild it from the new one"
         )
     # A listing written before streams were recorded names its source only: it is taken as this one's.
-    if isinstance(raw.get("identity"), dict) and raw["identity"] != source_settings.identity():
+    if isinstance(raw.get("identity"), dict) and raw["identity"] != identity(settings):
         raise SourceError(
-            f"the warehouse {warehouse} was built from {raw.get('described') or shown!r}, not from {source_settings.describe()}: "
+            f"the warehouse {warehouse} was built from {raw.get('described') or shown!r}, not from {describe(settings)}: "
             "a branch, stream or file pattern is part of the source (LIGER_BRANCH, LIGER_FILE_GLOB, LIGER_STREAMS, LIGER_CI_*); "
             f"set them back, set WAREHOUSE_DIR to another folder, or delete {warehouse} to rebuild it"
         )
@@ -120,9 +121,7 @@ def recorded_listing(warehouse: Path) -> Listing | None:
         ) from None
 
 
-def stage(
-    warehouse: Path, settings: SourceSettings, listing: Listing, snapshot_ids: list[str], workers: int = 1, progress=None
-) -> StageReport:
+def stage(warehouse: Path, settings: Settings, listing: Listing, snapshot_ids: list[str], workers: int = 1, progress=None) -> StageReport:
     """Parse and normalize each of `snapshot_ids` (partitions of raw_snapshots) into its staging folder,
     replacing what was staged for it; the other staged snapshots are not read. With `workers` > 1 the
     snapshots are staged in that many processes at once."""
@@ -163,7 +162,7 @@ def stage(
     return report
 
 
-def stage_new(warehouse: Path, settings: SourceSettings, listing: Listing, workers: int = 1, progress=None) -> StageReport:
+def stage_new(warehouse: Path, settings: Settings, listing: Listing, workers: int = 1, progress=None) -> StageReport:
     """Stage every listed snapshot that is not staged intact: the whole ingest without Dagster's partitions
     (the benchmark, tests)."""
     staged = {meta.snapshot_id for meta in staging.staged_metas(warehouse)}

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipelines.core.settings import Settings
 from pipelines.ingest.source import Source
 from pipelines.ingest.source_csv import CsvSource
-from pipelines.ingest.source_settings import SourceSettings
+from pipelines.ingest.source_settings import source_of
 from pipelines.ingest.source_types import Listing
 from pipelines.ingest.steps import check_same_source, recorded_listing
 from pipelines.storage import store
@@ -42,19 +43,19 @@ class UpstreamCheck:
         return f"upstream head moved to {self.head[:12]} without changing a data file"
 
 
-def sensor_listing(warehouse: Path, settings: SourceSettings, source: Source | None = None) -> Listing:
+def sensor_listing(warehouse: Path, settings: Settings, source: Source | None = None) -> Listing:
     """What upstream holds now, from the sensor's own clone (fetched first)."""
     check_same_source(warehouse, settings)  # else a tick would ask for a run that can only be refused
-    source = source or replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE).open()
+    source = source or source_of(replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE))
     if not isinstance(source, CsvSource):
         source.sync()  # a CSV source reads its content to hash it when listed
     return source.listing()
 
 
-def check_upstream(warehouse: Path, settings: SourceSettings, last_head: str | None) -> UpstreamCheck:
+def check_upstream(warehouse: Path, settings: Settings, last_head: str | None) -> UpstreamCheck:
     """Compare upstream with the warehouse; only a moved head costs more than `git ls-remote`."""
     check_same_source(warehouse, settings)
-    source = replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE).open()
+    source = source_of(replace(settings, cache_dir=settings.cache_dir / SENSOR_CACHE))
     head = source.remote_head()
     if head is None or head == last_head:
         return UpstreamCheck(head=head)

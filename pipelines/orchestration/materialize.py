@@ -27,7 +27,7 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
     warehouse = definitions.resources["warehouse"]
     try:
         with store.writer_lock(warehouse.path):
-            listing = sync(warehouse.path, warehouse.source_settings())
+            listing = sync(warehouse.path, warehouse.settings)
     except SourceError as exc:
         # Run without partitions: upstream_source fails the run with the same one line, recorded where runs are.
         plan = IngestPlan((), ())

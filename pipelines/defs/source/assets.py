@@ -44,7 +44,7 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     listing = _listed_by_the_command(context, warehouse)
     if listing is None:
         with warehouse.writing():
-            listing = sync(warehouse.path, warehouse.source_settings())
+            listing = sync(warehouse.path, warehouse.settings)
     new = new_keys(context.instance, listing)
     register(context.instance, new)
     context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new")
@@ -87,7 +87,7 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
     with warehouse.writing():
         report = stage(
             warehouse.path,
-            warehouse.source_settings(),
+            warehouse.settings,
             listing,
             keys,
             workers=warehouse.staging_workers,

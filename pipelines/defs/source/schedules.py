@@ -37,7 +37,7 @@ def ingest_request(
 )
 def daily_ingest(context: dg.ScheduleEvaluationContext, warehouse: Warehouse) -> dg.RunRequest:
     try:
-        listing = sensor_listing(warehouse.path, warehouse.source_settings())
+        listing = sensor_listing(warehouse.path, warehouse.settings)
     except SourceError as error:
         # The run fails in upstream_source with the same one line, where the UI shows failed runs.
         context.log.warning(str(error))

@@ -54,7 +54,7 @@ def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehou
         else:
             waiting = f"the run for upstream head {cursor.pending.head[:12]} has not finished"
             return dg.SensorResult(skip_reason=waiting, cursor=cursor.dump())
-    check = check_upstream(warehouse.path, warehouse.source_settings(), cursor.head)
+    check = check_upstream(warehouse.path, warehouse.settings, cursor.head)
     if check.listing is None:
         context.log.info(check.summary())
         return dg.SensorResult(skip_reason=check.summary(), cursor=SensorCursor(check.head or cursor.head).dump())
