@@ -152,3 +152,12 @@ def test_the_readme_gives_every_numeric_settings_range():
     low, high = settings.SENSOR_INTERVAL_RANGE
     assert f"from {low}" in row("LIGER_SENSOR_INTERVAL_S") and f"to {high}" in row("LIGER_SENSOR_INTERVAL_S")
     assert "A blank value" in table and "exit code 2" in table
+
+
+def test_the_resource_is_the_settings_field_for_field(tmp_path: Path):
+    from pipelines.defs.resources import Warehouse
+
+    given = read({"LIGER_CI_BRANCH": "pages", "LIGER_STREAMS": "ci", "LIGER_SENSOR_INTERVAL_S": "60"}, cwd=tmp_path)
+    assert set(Warehouse.model_fields) == {field.name for field in dataclasses.fields(settings.Settings)}
+    assert Warehouse.of(given).settings == given
+    assert Warehouse.of(read({})).settings == read({})  # None (unset) survives the resource's empty string

@@ -144,10 +144,10 @@ def test_sql_works_while_a_build_is_running(warehouse_dir: Path, monkeypatch: py
     building, release = threading.Event(), threading.Event()
     create_statistics = database_build._create_statistics
 
-    def paused_create_statistics(con, baselines):
+    def paused_create_statistics(con, baselines, reuse):
         building.set()
         assert release.wait(timeout=60)
-        create_statistics(con, baselines)
+        create_statistics(con, baselines, reuse)
 
     monkeypatch.setattr(database_build, "_create_statistics", paused_create_statistics)
     outcome: dict = {}

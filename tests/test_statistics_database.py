@@ -4,6 +4,7 @@ run_noise, the checks that catch broken statistics, and the Dagster assets."""
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -13,7 +14,7 @@ import pytest
 from statistics_warehouse import BASELINES, by_provider, fixture_runs, rows, sigma, write_warehouse
 from test_duckdb_file import bit_rot
 
-from pipelines.core import column_docs, schemas
+from pipelines.core import column_docs, schemas, sql_files
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
 from pipelines.duck import database_build, db
@@ -72,6 +73,31 @@ def test_runs_are_kept_in_run_id_order(warehouse_dir: Path) -> None:
 
 def statistics_of(warehouse_dir: Path) -> dict[str, list[tuple]]:
     return {name: db.query(warehouse_dir, f"SELECT * FROM {name} ORDER BY ALL").rows for name in db.STATISTICS}
+
+
+def test_statistics_an_earlier_file_holds_are_copied_from_it_with_the_same_rows(
+    warehouse_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database_build.build_database(warehouse_dir, BASELINES)
+    computed = statistics_of(warehouse_dir)
+    earlier = tmp_path / "earlier.duckdb"
+    shutil.copy(warehouse_dir / "warehouse.duckdb", earlier)
+    reuse = database_build.Reuse(earlier, frozenset({"series_noise", "change_points", "kernel_scorecard", "run_noise"}))
+    assert reuse.copied() == {"series_noise", "change_points", "kernel_scorecard"}  # a view is made again, from its SQL
+
+    def not_computed(*args, **kwargs):
+        raise AssertionError("computed, not copied")
+
+    original = sql_files.text
+    monkeypatch.setattr(database_build.series_tables, "build", not_computed)
+    monkeypatch.setattr(
+        sql_files, "text", lambda name: "SELECT * FROM computed_not_copied" if name == "statistics/kernel_scorecard" else original(name)
+    )
+    database_build.build_database(warehouse_dir, BASELINES, reuse=reuse)
+    assert statistics_of(warehouse_dir) == computed
+    # The series statistics are computed together: one of them alone is computed again.
+    assert database_build.Reuse(earlier, frozenset({"change_points"})).copied() == frozenset()
+    assert database_build.Reuse(None, frozenset({"kernel_scorecard"})).copied() == frozenset()
 
 
 def test_statistics_do_not_depend_on_the_order_of_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -132,4 +132,4 @@ def absolute_source(value: str, cwd: Path) -> str:
     # A colon marks a URL (https://, file://), an scp-like address (git@host:path) or a remote helper.
     if not value or value.startswith(("-", "~")) or ":" in value or Path(value).is_absolute():
         return value
-    return str(cwd / value)
+    return os.path.normpath(cwd / value)  # `..` taken as the shell takes it in `cd`

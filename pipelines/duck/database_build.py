@@ -18,6 +18,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -38,8 +39,9 @@ INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
 ZSTD_COLUMNS = frozenset({"run_id", "previous_run_id", "baseline_run_id", "name", "raw_timestamp"})
 
 
-def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path | None = None) -> dict[str, int]:
+def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path | None = None, reuse: Reuse | None = None) -> dict[str, int]:
     """Build warehouse.duckdb (or `target`) from the Parquet tables; return the row count of every table made.
+    The statistics `reuse` names are copied from its file instead of computed again.
 
     Hold `store.writer_lock` around it when other writers may run: it reads the tables
     together, and their `store.sweep` deletes temporary files such as this build's.
@@ -52,7 +54,7 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
     try:
         with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
             _load_tables(con, Path(warehouse_dir))
-            _create_statistics(con, baselines)
+            _create_statistics(con, baselines, reuse or Reuse())
             _comment(con)
             counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
             con.execute("CHECKPOINT")
@@ -191,9 +193,28 @@ def _runs_in_run_id_order(con: duckdb.DuckDBPyConnection) -> bool:
     return disorders == 0
 
 
-def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str]) -> dict[str, float]:
+@dataclass(frozen=True)
+class Reuse:
+    """Statistics an earlier warehouse.duckdb holds with the keys this build gives them (`duck.versions`): the same
+    code over the same tables and inputs, so the same rows. A change to one statistic's SQL computes that one (and
+    those that read it) and copies the rest, change points included."""
+
+    database: Path | None = None
+    statistics: frozenset[str] = frozenset()
+
+    def copied(self) -> frozenset[str]:
+        """The statistics copied: a view is made again (it is its SQL), and the series statistics are computed
+        together, so both are copied or neither."""
+        tables = frozenset() if self.database is None else self.statistics - set(VIEWS)
+        return tables if set(SERIES_STATISTICS) <= tables else tables - set(SERIES_STATISTICS)
+
+
+def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], reuse: Reuse) -> dict[str, float]:
     """Make the statistics; return the seconds each intermediate and stored statistic took (the bench's
     breakdown of the statistics SQL, timed here so that it costs no second build)."""
+    copied = reuse.copied()
+    if copied:
+        con.execute("ATTACH ? AS earlier (READ_ONLY)", [str(reuse.database)])
     con.execute(sql_files.text("macros"))
     # A bound parameter, never spliced into SQL text; the statistics read getvariable('baselines').
     con.execute("SET VARIABLE baselines = ?::VARCHAR[]", [list(baselines)])
@@ -204,10 +225,13 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str])
         started = time.perf_counter()
         con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         seconds[name] = time.perf_counter() - started
-    # Series noise and change points (SPEC section 8), computed in Python before the SQL that reads them.
-    seconds.update(series_tables.build(con, baselines, create_table))
+    for name in sorted(copied):
+        create_table(con, name, f'SELECT * FROM earlier."{name}"')
+    if not set(SERIES_STATISTICS) <= copied:
+        # Series noise and change points (SPEC section 8), computed in Python before the SQL that reads them.
+        seconds.update(series_tables.build(con, baselines, create_table))
     for name in STATISTICS:
-        if name in SERIES_STATISTICS:
+        if name in SERIES_STATISTICS or name in copied:
             continue
         started = time.perf_counter()
         if name in VIEWS:
@@ -219,6 +243,8 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str])
         con.execute(f'CREATE VIEW "{name.removeprefix("views/")}" AS\n{sql_files.text(name)}')
     for name in INTERMEDIATES:
         con.execute(f'DROP TABLE "{name}"')
+    if copied:
+        con.execute("DETACH earlier")
     return seconds
 
 

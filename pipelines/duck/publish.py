@@ -64,7 +64,8 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
     if found is not None and damaged is None:
         stage.publish(found, LINKS)
         return _outcome(found, rebuilt=False)
-    build = stage.make(key, lambda folder: _write(warehouse_dir, baselines, statistics, folder))
+    reuse = _reusable(stage.current(), warehouse_dir, statistics)
+    build = stage.make(key, lambda folder: _write(warehouse_dir, baselines, statistics, folder, reuse))
     failing = [check for check in _checks(build) if not check.passed]
     if failing:
         stage.discard(build)
@@ -74,11 +75,22 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
     return _outcome(build, rebuilt=True, damaged=damaged)
 
 
-def _write(warehouse_dir: Path, baselines: Sequence[str], statistics: dict[str, str], folder: Path) -> dict:
+def _reusable(published: builds.Build | None, warehouse_dir: Path, statistics: dict[str, str]) -> database_build.Reuse:
+    """The statistics the published file holds with the keys they have now, when that file is intact."""
+    if published is None or _damage(published, warehouse_dir) is not None:
+        return database_build.Reuse()
+    earlier = published.result.get("statistics", {})
+    same = frozenset(name for name, key in statistics.items() if earlier.get(name) == key)
+    return database_build.Reuse(published.content / layout.DATABASE, same)
+
+
+def _write(warehouse_dir: Path, baselines: Sequence[str], statistics: dict[str, str], folder: Path, reuse: database_build.Reuse) -> dict:
     target = folder / layout.DATABASE
-    counts = database_build.build_database(warehouse_dir, baselines, target)
+    counts = database_build.build_database(warehouse_dir, baselines, target, reuse)
     checks = [{"check": c.check, "table": c.table, "failures": c.failures} for c in run_checks(folder)]
-    return {"row_counts": counts, "statistics": statistics, "sha256": file_sha256(target), "checks": checks}
+    # What this build computed rather than copied from the published one (a statistic whose key it kept).
+    computed = sorted(set(statistics) - reuse.copied())
+    return {"row_counts": counts, "statistics": statistics, "computed": computed, "sha256": file_sha256(target), "checks": checks}
 
 
 def _checks(build: builds.Build) -> list[SqlCheckResult]:
