@@ -13,7 +13,7 @@ import pytest
 from conftest import liger_csv, liger_row
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
-from test_materialize import DATA, load_defs
+from test_materialize import DATA, load_defs, staged
 
 from pipelines.assemble import build as tables_build
 from pipelines.core import code_version, layout, sql_files
@@ -224,4 +224,41 @@ def test_the_automation_conditions_ask_for_exactly_what_a_code_change_made_stale
             assert requested(after) == {"bmf_exports"}
     finally:
         monkeypatch.undo()
+        reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+
+
+@pytest.mark.slow
+def test_a_normalizer_change_shows_the_staged_partitions_stale_and_the_next_run_stages_them_again(upstream_repo, tmp_path, monkeypatch):
+    from pipelines.ingest import staging
+    from pipelines.orchestration import plan
+
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9"))}, "two")
+    definitions = reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+    key = dg.AssetKey("raw_snapshots")
+
+    def partition_status(definitions: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, StaleStatus]:
+        resolver = CachingStaleStatusResolver(instance, definitions.resolve_asset_graph(), LoadingContextForTest(instance))
+        return {partition: resolver.get_status(key, partition) for partition in instance.get_dynamic_partitions(plan.SNAPSHOTS.name)}
+
+    try:
+        with dg.instance_for_test() as instance:
+            assert ingest(definitions, instance).success
+            assert set(partition_status(definitions, instance).values()) == {StaleStatus.FRESH}
+            # A process started after a staging module changed: the normalizer's version is the new digest.
+            changed = code_version.code_version(["pipelines.ingest.staging"]) + "-changed"
+            monkeypatch.setattr(staging, "NORMALIZER_VERSION", changed)
+            monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", changed)
+            monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion(f"normalizer-{changed}"))
+            importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
+            definitions = reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
+            statuses = partition_status(definitions, instance)
+            assert len(statuses) == 2 and set(statuses.values()) == {StaleStatus.STALE}
+            result = ingest(definitions, instance)
+            assert result.success
+            assert set(staged(result)) == set(statuses), "every partition staged again by the new normalizer"
+            assert set(partition_status(definitions, instance).values()) == {StaleStatus.FRESH}
+    finally:
+        monkeypatch.undo()
+        importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
         reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
