@@ -75,7 +75,7 @@ def test_a_relative_liger_source_is_taken_from_where_the_command_runs(upstream_r
     (dagster_home / "dagster.yaml").write_bytes((settings.PROJECT_ROOT / "dagster.yaml").read_bytes())
 
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
-    elsewhere = tmp_path / "some" / "folder"  # not as deep as DAGSTER_HOME, where the command moves to
+    elsewhere = tmp_path / "some" / "folder"  # not DAGSTER_HOME: the command stays here
     elsewhere.mkdir(parents=True)
     env = {
         "DAGSTER_HOME": str(dagster_home),
@@ -86,6 +86,9 @@ def test_a_relative_liger_source_is_taken_from_where_the_command_runs(upstream_r
     result = run_cli(["materialize"], env, elsewhere)
     assert result.returncode == 0, result.stderr[-3000:]
     assert pl.read_parquet(tmp_path / "w" / "runs.parquet").height == 1
+    # The command stayed in `elsewhere`: the instance's relative storage paths were taken from DAGSTER_HOME.
+    assert (dagster_home / "data" / "dagster" / "storage").is_dir()
+    assert not any(elsewhere.iterdir())
 
 
 def test_bootstrap_runs_the_command_where_the_user_is_with_the_environment_untouched(tmp_path, monkeypatch):
