@@ -14,6 +14,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.assemble.build import TablesReport, build_tables
 from pipelines.core.settings import for_source
+from pipelines.exports.liger_csv import latest_snapshots, rebuild, resolve_snapshot
 from pipelines.ingest.source_types import ShallowSource, SourceError
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
@@ -27,6 +28,10 @@ def ingest(warehouse: Path, source: Path | str, cache: Path, branch: str = "main
         listing = sync(warehouse, settings)
         stage_new(warehouse, settings, listing)
         return build_tables(warehouse, listing)
+
+
+def git_show(repo: Path, spec: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), "show", spec], check=True, capture_output=True).stdout
 
 
 def table(warehouse: Path, name: str) -> pl.DataFrame:
@@ -104,6 +109,10 @@ def test_another_branch_is_another_source(upstream_repo, tmp_path):
         ingest(warehouse, upstream_repo.path, cache, branch="other")
     assert "\n" not in str(refused.value)
     assert_frame_equal(table(warehouse, "snapshots"), before)
+    # The latest export is still main's newest file, byte for byte.
+    [latest] = latest_snapshots(warehouse)
+    assert rebuild(warehouse, resolve_snapshot(warehouse, "latest")) == git_show(upstream_repo.path, f"main:{DATA}")
+    assert latest.snapshot_id.startswith(git(upstream_repo.path, "rev-parse", "main")[:12])
 
 
 def test_a_shallow_source_is_refused_and_read_whole_once_unshallowed(upstream_repo, tmp_path):
@@ -146,6 +155,7 @@ def test_a_force_push_of_the_real_ci_history_is_followed(upstream_bundle, tmp_pa
     assert sorted(gone["benchmarked_commit"]) == ["ab7fe2a", "e6f84b8"] and not gone["is_latest"].any()
     assert set(runs.filter(~pl.col("on_branch"))["benchmarked_commit"]) == {"ab7fe2a", "e6f84b8"}
     assert runs.filter(pl.col("in_latest") & pl.col("benchmarked_commit").is_in(["ab7fe2a", "e6f84b8"])).is_empty()
+    assert_clean_build_plus_marked(warehouse, source, tmp_path)
     git(source, "update-ref", "refs/heads/gh-pages", head)
     again = run()
     assert again.moved is not None and "2 snapshot(s) are on it again" in again.moved

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import build_warehouse, liger_csv, liger_row
+from fault_harness import survivors
 
 from pipelines.assemble import checks
 from pipelines.assemble.build import TABLE_NAMES
@@ -125,6 +126,7 @@ def test_sigkill_mid_write_leaves_the_previous_warehouse(upstream_repo, tmp_path
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
     assert process.returncode == -signal.SIGKILL
+    assert survivors(warehouse) == [], "a process of the killed run is still alive"
 
     after = fingerprints(warehouse)
     if target == "warehouse.duckdb":
