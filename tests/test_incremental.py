@@ -112,6 +112,30 @@ def test_bundle_history_replayed_commit_by_commit_equals_one_shot(real_bundle, t
         assert db.query(warehouse, sql).rows == db.query(tmp_path / "at-once", sql).rows, name
 
 
+@pytest.mark.slow
+def test_the_ci_history_replayed_in_steps_equals_one_shot(upstream_bundle, tmp_path):
+    """Both streams: upstream's CI branch moved through its history in steps (as weekly ticks of the sensor would
+    find it), `main` at its head; every table, and every statistic, equal to one ingest of the last head."""
+    source = bare_clone(upstream_bundle, tmp_path / "source.git")
+    commits = git(source, "rev-list", "--reverse", "--first-parent", "gh-pages").split()
+    assert len(commits) == 71  # first-parent: the 87 commits of gh-pages include its merges
+    step_by_step, at_once = tmp_path / "step-by-step", tmp_path / "at-once"
+    for commit in [*commits[::10], commits[-1]]:
+        git(source, "update-ref", "refs/heads/gh-pages", commit)
+        ingest(step_by_step, source, tmp_path / "cache-steps")
+    ingest(at_once, source, tmp_path / "cache-once")
+    for name in TABLE_NAMES:
+        assert_frame_equal(
+            pl.read_parquet(step_by_step / f"{name}.parquet"), pl.read_parquet(at_once / f"{name}.parquet"), check_exact=True
+        )
+    assert pl.read_parquet(at_once / "runs.parquet").height == 90207
+    for folder in (step_by_step, at_once):
+        database_build.build_database(folder, ["huggingface", "torch"])
+    for name in db.STATISTICS:
+        sql = f"SELECT * FROM {name} ORDER BY ALL"
+        assert db.query(step_by_step, sql).rows == db.query(at_once, sql).rows, name
+
+
 @pytest.mark.parametrize("moves", [["first", "last"], ["last"]])
 def test_ingest_order_does_not_matter_for_a_jump(upstream_repo, tmp_path, moves):
     """Skipping intermediate commits (a sensor that woke late) still lands on the same tables."""
