@@ -63,6 +63,23 @@ def test_a_regression_that_lasted_three_runs_is_a_step_there_and_back(upstream_d
     assert [(row["after_commit"], row["verdict"]) for row in found] == [("7644a0f", "regressed"), ("5057ca8", "improved")]
 
 
+def test_embedding_liger_forward_regressed_for_three_runs_at_every_vocabulary(upstream_database: Path):
+    found = steps(upstream_database, "embedding", "forward", "liger", "d768-batch32-seq512-%")
+    there, back = at(found, "7644a0f"), at(found, "5057ca8")
+    assert len(there) == len(back) == 8, "every vocabulary size of the sweep, there and back"
+    assert all(row["verdict"] == "regressed" and row["cause"] == "code" for row in there.values())
+    assert all(row["verdict"] == "improved" and row["cause"] == "code" for row in back.values())
+    assert there["d768-batch32-seq512-vocab1024-fp32"]["ratio"] == pytest.approx(1 / 2.3, abs=0.02)
+
+
+def test_layer_norm_huggingface_forward_moved_a_few_percent_at_1c07943(upstream_database: Path):
+    found = at(steps(upstream_database, "layer_norm", "forward", "huggingface"), "1c07943")
+    directions = {slug.split("-")[1]: row["verdict"] for slug, row in found.items()}
+    # Small steps, each beyond its series' noise: 3-5% faster, and 3% slower at n=4096.
+    assert directions == {"n1024": "improved", "n2048": "improved", "n4096": "regressed", "n8192": "improved", "n16384": "improved"}
+    assert all(0.96 < row["ratio"] < 1.06 for row in found.values())
+
+
 SPIKY = [
     ("rope", "forward", "liger", "hidden8192-kv_heads8-q_heads32-seq1024-bf16"),
     ("rope", "forward", "liger", "hidden2048-kv_heads8-q_heads32-seq2048-bf16"),
