@@ -46,7 +46,7 @@ def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehou
         if status == dg.DagsterRunStatus.SUCCESS:
             cursor = cursor.succeeded()
         elif status in FINISHED_BADLY or (status is None and now - cursor.pending.asked_at > LOST_AFTER_S):
-            retry_at = cursor.pending.retry_at(settings.read().sensor_interval_s)
+            retry_at = cursor.pending.retry_at(warehouse.sensor_interval_s)
             if now < retry_at:
                 waiting = f"the run for upstream head {cursor.pending.head[:12]} failed; asking again after {_when(retry_at)}"
                 return dg.SensorResult(skip_reason=waiting, cursor=cursor.dump())
