@@ -161,3 +161,12 @@ def test_the_resource_is_the_settings_field_for_field(tmp_path: Path):
     assert set(Warehouse.model_fields) == {field.name for field in dataclasses.fields(settings.Settings)}
     assert Warehouse.of(given).settings == given
     assert Warehouse.of(read({})).settings == read({})  # None (unset) survives the resource's empty string
+
+
+def test_absolute_settings_are_read_in_a_folder_that_was_deleted(monkeypatch, tmp_path: Path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    got = read({"LIGER_SOURCE": str(tmp_path / "upstream.git"), "WAREHOUSE_DIR": str(tmp_path / "w")})
+    assert got.source == str(tmp_path / "upstream.git") and got.warehouse_dir == tmp_path / "w"

@@ -43,9 +43,11 @@ def staging_workers_range() -> tuple[int, int]:
     return 1, max(1, min(MAX_STAGING_WORKERS, 2 * (os.cpu_count() or 1)))
 
 
-def _project_path(value: str, cwd: Path) -> Path:
+def _project_path(value: str, cwd: Path | None) -> Path:
     path = Path(value).expanduser()
-    return path if path.is_absolute() else (PROJECT_ROOT if IN_CHECKOUT else cwd) / path
+    if path.is_absolute():
+        return path
+    return (PROJECT_ROOT if IN_CHECKOUT else Path.cwd() if cwd is None else cwd) / path
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,6 @@ def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> S
     folder) as the README says. A blank value (empty, spaces) means the default; one that cannot be used (a number out
     of its range, a word that is not one) is refused with a SettingError."""
     env = os.environ if environ is None else environ
-    here = Path.cwd() if cwd is None else cwd
 
     def text(name: str, default: str) -> str:
         return env.get(name, "").strip() or default
@@ -95,15 +96,15 @@ def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> S
             "use a comma-separated subset of data,ci, or unset it for both"
         )
     workers = staging_workers_range()
-    source = absolute_source(text("LIGER_SOURCE", DEFAULT_SOURCE), here)
+    source = absolute_source(text("LIGER_SOURCE", DEFAULT_SOURCE), cwd)
     return Settings(
-        warehouse_dir=_project_path(text("WAREHOUSE_DIR", "data/warehouse"), here),
-        cache_dir=_project_path(text("LIGER_CACHE_DIR", "data/cache"), here),
+        warehouse_dir=_project_path(text("WAREHOUSE_DIR", "data/warehouse"), cwd),
+        cache_dir=_project_path(text("LIGER_CACHE_DIR", "data/cache"), cwd),
         source=source,
         branch=text("LIGER_BRANCH", DEFAULT_BRANCH),
         file_glob=text("LIGER_FILE_GLOB", DEFAULT_FILE_GLOB),
         streams=streams,
-        ci_source=absolute_source(text("LIGER_CI_SOURCE", ""), here) or None,
+        ci_source=absolute_source(text("LIGER_CI_SOURCE", ""), cwd) or None,
         ci_branch=text("LIGER_CI_BRANCH", "") or None,
         ci_file_glob=text("LIGER_CI_FILE_GLOB", DEFAULT_CI_FILE_GLOB),
         baselines=tuple(p.strip() for p in text("LIGER_BASELINES", "").split(",") if p.strip()) or DEFAULT_BASELINES,
@@ -126,10 +127,11 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= 40 else value[:39] + "…")
 
 
-def absolute_source(value: str, cwd: Path) -> str:
-    """`value` (a LIGER_SOURCE) as given, unless it is a relative local path: that is made absolute against `cwd`, the
-    folder the command runs in, so that the source's identity and the staging workers see one address."""
+def absolute_source(value: str, cwd: Path | None = None) -> str:
+    """`value` (a LIGER_SOURCE) as given, unless it is a relative local path: that is made absolute against `cwd`
+    (default the folder the command runs in), so that the source's identity and the staging workers see one address.
+    The current folder is asked only then: a process whose folder was deleted still reads absolute settings."""
     # A colon marks a URL (https://, file://), an scp-like address (git@host:path) or a remote helper.
     if not value or value.startswith(("-", "~")) or ":" in value or Path(value).is_absolute():
         return value
-    return os.path.normpath(cwd / value)  # `..` taken as the shell takes it in `cd`
+    return os.path.normpath((Path.cwd() if cwd is None else cwd) / value)  # `..` taken as the shell takes it in `cd`

@@ -76,12 +76,16 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
 
 
 def _reusable(published: builds.Build | None, warehouse_dir: Path, statistics: dict[str, str]) -> database_build.Reuse:
-    """The statistics the published file holds with the keys they have now, when that file is intact."""
-    if published is None or _damage(published, warehouse_dir) is not None:
+    """The statistics the published file holds with the keys they have now, when that file is intact. The file is
+    read whole for its sha256 only when a statistic would be copied from it: new tables change every key."""
+    if published is None:
         return database_build.Reuse()
     earlier = published.result.get("statistics", {})
     same = frozenset(name for name, key in statistics.items() if earlier.get(name) == key)
-    return database_build.Reuse(published.content / layout.DATABASE, same)
+    reuse = database_build.Reuse(published.content / layout.DATABASE, same)
+    if not reuse.copied() or _damage(published, warehouse_dir) is not None:
+        return database_build.Reuse()
+    return reuse
 
 
 def _write(warehouse_dir: Path, baselines: Sequence[str], statistics: dict[str, str], folder: Path, reuse: database_build.Reuse) -> dict:

@@ -51,8 +51,8 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
 
 
 def materialize_all(home: Path, verbose: bool = False) -> int:
-    """Ingest and compute everything with the instance in `home`; a failed step ends it with its one line (its stack in the log with `verbose`),
-    an interrupt with KeyboardInterrupt (the warehouse keeps its last commit)."""
+    """Ingest and compute everything with the instance in `home`; a failed step ends it with its one line (its stack
+    in the log with `verbose`), an interrupt with KeyboardInterrupt (the warehouse keeps its last commit)."""
     from pipelines.definitions import defs
     from pipelines.orchestration.run_health import fail_dead_runs, worker_tags
 
