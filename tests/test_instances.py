@@ -55,3 +55,15 @@ def test_the_instance_is_opened_from_any_folder_with_its_storage_under_its_home(
         assert Path(opened.root_directory) == home / "data" / "dagster"
     assert (home / "data" / "dagster" / "storage").is_dir()
     assert not any(elsewhere.iterdir())  # the project's relative paths meant the home, not this folder
+
+
+@pytest.mark.parametrize("text", ["storage:\n  sqlite: [\n", "storage:\n  sqlite:\n    base_dir: 5\n    nonsense: 1\n"])
+def test_a_broken_dagster_yaml_is_one_line_naming_it(tmp_path: Path, text: str):
+    from pipelines.core.errors import UserError
+    from pipelines.orchestration.instance_home import open_instance
+
+    (tmp_path / "dagster.yaml").write_text(text)
+    with pytest.raises(UserError) as raised:
+        open_instance(tmp_path)
+    message = str(raised.value)
+    assert "\n" not in message and str(tmp_path / "dagster.yaml") in message and "DAGSTER_HOME" in message
