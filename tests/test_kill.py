@@ -144,3 +144,17 @@ def test_sigkill_mid_write_leaves_the_previous_warehouse(upstream_repo, tmp_path
     assert not list(warehouse.glob(f".*{store.TMP_MARK}*"))
     assert_tables_valid(warehouse, runs=40)
     assert_database_valid(warehouse, runs=40)
+
+
+def test_the_next_writer_sweeps_a_killed_build_of_any_stage(tmp_path):
+    """What a build killed midway left (its folder under a temporary name) goes with the next writer, whatever
+    stages that writer builds."""
+    warehouse = tmp_path / "warehouse"
+    half_made = [warehouse / layout.BUILDS / stage / f".{'0' * 24}{store.TMP_MARK}-killed" for stage in ("report", "bmf_exports")]
+    for folder in half_made:
+        (folder / "files").mkdir(parents=True)
+    kept = warehouse / layout.BUILDS / "report" / ("1" * 24)
+    kept.mkdir()
+    with store.writer_lock(warehouse):
+        assert [folder for folder in half_made if folder.exists()] == []
+    assert kept.is_dir(), "a build that is not temporary stays"

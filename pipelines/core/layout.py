@@ -152,6 +152,11 @@ class Layout:
         """The folder of a stage's builds and its `current` and `previous` links."""
         return self.root / BUILDS / stage
 
+    def build_stages(self) -> list[Path]:
+        """The folder of every stage that has builds."""
+        root = self.root / BUILDS
+        return sorted(folder for folder in root.iterdir() if folder.is_dir() and not folder.is_symlink()) if root.is_dir() else []
+
     @property
     def exports(self) -> Path:
         return self.root / EXPORTS

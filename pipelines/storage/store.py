@@ -223,6 +223,10 @@ def writer_lock(directory: Path) -> Iterator[None]:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             sweep(directory)
+            # Every stage's, not only those this writer builds: a run killed in the report, then an ingest that stops
+            # at the database, would leave the report's half-made build until the next report.
+            for stage in Layout(directory).build_stages():
+                sweep(stage)
             _forget_former_stamps(directory)
             yield
         finally:
