@@ -17,7 +17,7 @@ followed by the same persistence rule (pipelines.series.change_points) and each 
 - the seconds of segmentation over all series (the persistence rule's own time apart).
 
 The libraries not installed are skipped with the command that installs them: signal-processing-algorithms
-and apache-otava cannot be pinned beside the project's numpy (see the README), so measure them in a
+and apache-otava cannot be pinned beside the project's numpy (see docs/statistics.md), so measure them in a
 separate virtual environment: `pip install --no-deps signal-processing-algorithms==2.1.6 apache-otava==0.8.0
 more-itertools structlog` beside ruptures, numpy and scipy.
 """

@@ -140,7 +140,7 @@ def _phase_run_events() -> dict:
 def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     """build_database over the normalized warehouse; with design "copies", the same build beside the Parquet
     files in a folder of links to them. The two designs were three tables viewed over Parquet against every
-    table copied in; the file is now self-contained, so both copy every table (README, Performance)."""
+    table copied in; the file is now self-contained, so both copy every table (docs/performance.md)."""
     from pipelines.duck import database_build, db
 
     folder = Path(warehouse)

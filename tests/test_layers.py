@@ -1,4 +1,4 @@
-"""The packages under `pipelines/` form layers that only point down (the README's Layout says the same).
+"""The packages under `pipelines/` form layers that only point down (docs/layout.md says the same).
 
 From the bottom:
 
@@ -123,7 +123,7 @@ def _circle(edges: dict[str, set[str]], group: set[str]) -> list[str]:
 
 def test_every_module_has_a_layer():
     unplaced = sorted({layer(module) for module in modules()} - RANK.keys())
-    assert not unplaced, f"give these a layer in LAYERS (tests/test_layers.py) and the README's Layout: {unplaced}"
+    assert not unplaced, f"give these a layer in LAYERS (tests/test_layers.py) and docs/layout.md: {unplaced}"
 
 
 def test_no_module_imports_from_a_layer_above_it_or_from_cli():

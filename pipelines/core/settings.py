@@ -24,7 +24,7 @@ DEFAULT_BASELINES = ("huggingface", "torch")
 DEFAULT_CI_BRANCH = "gh-pages"
 DEFAULT_CI_FILE_GLOB = "benchmarks/*/benchmark.csv"
 STREAMS = ("data", "ci")
-# The numeric settings' ranges (README, "Environment variables"). A staging worker is a process that imports polars and
+# The numeric settings' ranges (docs/configuration.md). A staging worker is a process that imports polars and
 # holds one snapshot: 256 to 279 MB peak RSS each (measured staging the real history, and 2,000-row synthetic snapshots,
 # on 1, 2 and 4 workers). Twice the cores keeps them busy while one waits on its disk; 16 (about 4.4 GB) is as much as a
 # run should take. A sensor tick asks upstream (`git ls-remote`): more often than every 10 s only loads upstream's
@@ -70,7 +70,7 @@ class Settings:
 
 def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
     """The settings in `environ` (default the process environment), relative paths meaning `cwd` (default the current
-    folder) as the README says. A blank value (empty, spaces) means the default; one that cannot be used (a number out
+    folder) as docs/configuration.md says. A blank value (empty, spaces) means the default; one that cannot be used (a number out
     of its range, a word that is not one) is refused with a SettingError."""
     env = os.environ if environ is None else environ
 

@@ -3,7 +3,7 @@
 A series is one implementation's passed runs in one comparable group, in observed order, as ln(value).
 Detection has two parts:
 
-1. Segmentation by `ruptures` (chosen by measurement on upstream's CI history, see the README's
+1. Segmentation by `ruptures` (chosen by measurement on upstream's CI history, see docs/statistics.md's
    "Change points: the library and why"): PELT (Killick et al. 2012, exact, with pruning) with the
    l2 cost, in ruptures' compiled `KernelCPD(kernel="linear")`, on the values divided by the series'
    noise, so that one penalty (PENALTY_PER_LOG_N x ln n, BIC-like) means the same on every series.
