@@ -36,10 +36,10 @@ EXPORTS = {"resource_documents", "latest_liger_csvs", "bmf_exports"}
 
 
 def changed_module(monkeypatch, tmp_path: Path, module: str) -> None:
-    """`module` as if a line were added to it: its code digest changes, its behaviour does not."""
+    """`module` as if a statement were added to it: its code digest changes, what it computes does not."""
     known = code_version.modules()
     copy = tmp_path / f"{module}.py"
-    copy.write_text(known[module].read_text() + "\n# a changed line\n")
+    copy.write_text(known[module].read_text() + "\n_A_CHANGED_LINE = 1\n")
     monkeypatch.setattr(code_version, "modules", lambda root=code_version.PACKAGE: {**known, module: copy})
 
 
@@ -88,6 +88,22 @@ def test_a_module_change_is_a_new_normalizer_version(monkeypatch, tmp_path):
     changed_module(monkeypatch, tmp_path, "pipelines.ingest.normalize_rules")
     assert code_version.code_version(["pipelines.ingest.staging"]) != before
     assert code_version.code_version(["pipelines.exports.bmf"]) == code_version.code_version(["pipelines.exports.bmf"])
+
+
+def test_a_comment_or_docstring_changes_no_code_version(monkeypatch, tmp_path):
+    """Issue 30: a comment anywhere restages nothing; reflowed docstrings and blank lines neither."""
+    entries = ["pipelines.ingest.staging", "pipelines.assemble.build", "pipelines.exports.report.build"]
+    before = {entry: code_version.code_version([entry]) for entry in entries}
+    known = code_version.modules()
+    edited = {}
+    for module in ("pipelines.core.layout", "pipelines.ingest.normalize_rules", "pipelines.exports.report.svg"):
+        source = known[module].read_text()
+        copy = tmp_path / f"{module}.py"
+        # A comment line, a blank line, and each docstring's text changed: no statement changed.
+        copy.write_text("# a comment added by hand\n\n" + source.replace('"""', '"""Reworded. ', 1) + "\n# the end\n")
+        edited[module] = copy
+    monkeypatch.setattr(code_version, "modules", lambda root=code_version.PACKAGE: {**known, **edited})
+    assert {entry: code_version.code_version([entry]) for entry in entries} == before
 
 
 def test_a_statistic_counts_its_own_sql_and_not_the_others(monkeypatch):

@@ -3,6 +3,10 @@ runs (its entry modules and all they import from `pipelines`, found by reading t
 the SQL files it runs. Nobody bumps a number: a change to any of those files is a new code version, which
 Dagster shows as the asset's code version changing and which every build key holds (`storage.builds`).
 
+A module counts by what it does, not how it is written down: its digest is that of its syntax tree without
+comments, docstrings, line numbers or formatting, so a comment or a reflowed docstring restages nothing. A SQL
+file counts whole: its header comment is the table's comment in warehouse.duckdb, which is data.
+
 The same import graph is what `tests/test_layers.py` checks the layers against.
 """
 
@@ -14,6 +18,7 @@ import hashlib
 import importlib.metadata
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from pipelines.core import sql_files
 
@@ -35,19 +40,57 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     TYPE_CHECKING). Importing a submodule runs its package's `__init__` too; that implicit edge is left out."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                source = ".".join([*base, node.module] if node.module else base)
-            else:
-                source = node.module or ""
-            # `from pipelines.ingest import staging` imports the module staging; `from pipelines.ingest.steps import sync`, steps.
-            submodules = {f"{source}.{alias.name}" for alias in node.names} & known.keys()
-            found |= submodules or {source}
+    for level, module, names in _read(path).imports:
+        if level:
+            base = package.split(".")[: len(package.split(".")) - level + 1]
+            source = ".".join([*base, module] if module else base)
+        elif names is None:  # `import a.b, c`
+            found |= set(module.split(","))
+            continue
+        else:
+            source = module
+        # `from pipelines.ingest import staging` imports the module staging; `from pipelines.ingest.steps import sync`, steps.
+        submodules = {f"{source}.{alias}" for alias in names} & known.keys()
+        found |= submodules or {source}
     return {module for module in found if module in known and module != name}
+
+
+class _Module(NamedTuple):
+    imports: tuple[tuple[int, str, tuple[str, ...] | None], ...]  # (level, module, names; None for `import`)
+    behaviour: str
+
+
+def _read(path: Path) -> _Module:
+    stat = path.stat()
+    return _parsed(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: str, mtime_ns: int, size: int) -> _Module:
+    """One parse and one walk per version of a file and process: parsing is most of what a code version costs,
+    and the import graph and the digest read the same tree."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
+    found: list[tuple[int, str, tuple[str, ...] | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.append((0, ",".join(alias.name for alias in node.names), None))
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
+        elif isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and _docstring(node):
+            # A docstring holds no import and changes nothing a stage computes.
+            node.body = node.body[1:] or [ast.Pass()]
+    # ast.dump holds no comment, line number or layout; its text depends on the Python version, which computes too.
+    return _Module(tuple(found), hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest())
+
+
+def _docstring(node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    first = node.body[0] if node.body else None
+    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+
+
+def behaviour(path: Path) -> str:
+    """What decides what a module does: a digest of its syntax tree without docstrings."""
+    return _read(path).behaviour
 
 
 def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
@@ -86,13 +129,13 @@ def code_version(
     libraries: Iterable[str] = (),
     files: Iterable[Path] = (),
 ) -> str:
-    """A digest of the source of `closure(entries, leave_out)`, of the named SQL files (as `sql_files` names them),
+    """A digest of the behaviour of `closure(entries, leave_out)`, of the named SQL files (as `sql_files` names them),
     of other `files` the stage reads as code (the catalogs), and of the versions of the `libraries` whose
     results the stage writes as they compute them (ruptures' change points)."""
     known = modules()
     digest = hashlib.sha256()
     for name in closure(entries, leave_out):
-        digest.update(f"module {name}\0".encode() + known[name].read_bytes() + b"\0")
+        digest.update(f"module {name}\0{behaviour(known[name])}\0".encode())
     for name in sorted(set(sql)):
         digest.update(f"sql {name}\0{sql_files.text(name)}\0".encode())
     for path in sorted(files):
