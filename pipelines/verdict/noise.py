@@ -46,3 +46,16 @@ def series_noise(session: Session) -> pl.DataFrame:
         .alias("noise"),
     )
     return filled.filter(pl.col("noise").is_not_null()).select(SCHEMA.names())
+
+
+def with_window(levels: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
+    """The baselines the judge takes: each series' level (pipelines/verdict/level.py) with its noise of one run,
+    the series' noise (SCHEMA's `noise`, `method`) but never below the window spread of its current segment
+    (`window_noise`: a host that flips between two modes, which consecutive differences miss; method
+    `window`); a series with neither keeps a null noise (the judge says `inconclusive`, noise unknown)."""
+    joined = levels.join(noise.select("group_id", "provider", "backend", "noise", "method"), on=["group_id", "provider", "backend"], how="left")
+    window_wins = pl.col("window_noise").is_not_null() & (pl.col("noise").is_null() | (pl.col("window_noise") > pl.col("noise")))
+    return joined.with_columns(
+        pl.when(window_wins).then(pl.col("window_noise")).otherwise(pl.col("noise")).alias("noise"),
+        pl.when(window_wins).then(pl.lit("window")).otherwise(pl.col("method")).fill_null("none").alias("noise_method"),
+    ).drop("method")
