@@ -26,8 +26,12 @@ and unknown-noise runs left out): the median effect, the typical (median) spread
   (a run within one spread is a tie) has p <= KERNEL_ALPHA; with fewer than SIGN_TEST_RUNS runs, where
   the test cannot reach it, every run must be slower (or faster) on its own;
 - for an implementation with a baseline provider beside it in the contender, the median relative effect
-  is at least min_effect too: otherwise the baseline provider moved with it, the host changed, and the
+  is at least min_effect too, and beyond RUN_Z typical relative spreads (sqrt of the two runs' spreads
+  squared, summed): otherwise the baseline provider moved with it, the host changed, and the
   kernel is `same` with the host named in `host`.
+A run or kernel slower (faster) than the level but not by min_effect than the history's newest point is
+`inconclusive`: that point moved already (a step at the newest commit of the history, which change points
+cannot confirm before later runs), so the contender is not what moved it.
 A kernel not moved whose typical spread exceeds min_effect is `inconclusive` (noise larger than the change
 it is asked to see). Only an implementation that is not a baseline provider fails the gate (`gates`).
 """
@@ -56,6 +60,7 @@ LAUNCH_BOUND = "launch-bound: time does not grow with the work"
 NOISE_UNKNOWN = "noise unknown: the series has too little history to say how much a run moves"
 NO_HISTORY = "no history of this series on this GPU"
 NO_DIRECTION = "a metric with no known direction"
+NEWEST_MOVED = "the history's newest point moved the same way: a step before this run, not yet confirmed"
 
 
 def judge_runs(
@@ -72,11 +77,11 @@ def judge_runs(
     column `launch_bound` (boolean) marks runs whose time does not grow with their work; absent, none is."""
     frame = contender if "launch_bound" in contender.columns else contender.with_columns(pl.lit(False).alias("launch_bound"))
     frame = frame.with_columns(pl.col("launch_bound").fill_null(False))
-    for name in ("baseline_low", "baseline_high"):
+    for name in ("baseline_low", "baseline_high", "newest_value"):
         if name not in baselines.columns:
             baselines = baselines.with_columns(pl.lit(None, pl.Float64).alias(name))
     frame = frame.join(
-        baselines.select(*SERIES, "baseline_value", "baseline_low", "baseline_high", "baseline_points", "noise", "noise_method"),
+        baselines.select(*SERIES, "baseline_value", "baseline_low", "baseline_high", "newest_value", "baseline_points", "noise", "noise_method"),
         on=SERIES,
         how="left",
         maintain_order="left",
@@ -89,10 +94,13 @@ def judge_runs(
         pl.when(judged).then(pl.col("baseline_value") / pl.col("value")).alias("ratio"),
         pl.when(judged).then((pl.col("baseline_value") / pl.col("value")).log()).alias("outside"),
         pl.when(judged).then(spread).alias("spread"),
+        pl.when(judged).then((pl.col("newest_value") / pl.col("value")).log()).alias("newest_effect"),
     ).with_columns(pl.when(judged).then((RUN_Z * pl.col("spread")).exp() - 1).alias("min_detectable"))
     least = math.log1p(min_effect)
     beyond = pl.col("outside").abs() > RUN_Z * pl.col("spread")
     big = pl.col("outside").abs() >= least
+    # Beyond the newest point of the history too, or that point already moved (an unconfirmed step before this run).
+    past_newest = pl.col("newest_effect").is_null() | (pl.col("newest_effect") * pl.col("outside").sign() >= least)
     verdict = (
         pl.when(pl.col("baseline_value").is_null())
         .then(pl.lit("no baseline"))
@@ -101,6 +109,8 @@ def judge_runs(
         .when(pl.col("launch_bound"))
         .then(pl.lit("inconclusive"))
         .when(pl.col("spread").is_null() | pl.col("spread").is_nan())
+        .then(pl.lit("inconclusive"))
+        .when(beyond & big & ~past_newest)
         .then(pl.lit("inconclusive"))
         .when(beyond & big & (pl.col("outside") < 0))
         .then(pl.lit("slower"))
@@ -125,6 +135,8 @@ def judge_runs(
             .then(pl.lit(LAUNCH_BOUND))
             .when(pl.col("spread").is_null() | pl.col("spread").is_nan())
             .then(pl.lit(NOISE_UNKNOWN))
+            .when(beyond & big)
+            .then(pl.lit(NEWEST_MOVED))
             .otherwise(
                 pl.format(
                     "noise too large: a run moves about {}%, more than the {}% it is asked to see",
@@ -154,16 +166,22 @@ def _relative(frame: pl.DataFrame, baseline_providers: Sequence[str]) -> pl.Data
         pl.col("provider").alias("baseline_provider"),
         pl.col("backend").alias("_witness_backend"),
         pl.col("outside").alias("_witness_effect"),
+        pl.col("spread").alias("_witness_spread"),
         pl.col("provider").replace_strict(rank, return_dtype=pl.Int64).alias("_rank"),
     )
     paired = (
         frame.filter(~pl.col("provider").is_in(list(baseline_providers)) & _usable())
-        .select("_row", "group_id", "backend", "outside")
+        .select("_row", "group_id", "backend", "outside", "spread")
         .join(witnesses, on="group_id")
         .with_columns((pl.col("_witness_backend") != pl.col("backend")).alias("_other_backend"))
         .sort("_row", "_rank", "_other_backend", "_witness_backend")
         .unique("_row", keep="first")
-        .select("_row", "baseline_provider", (pl.col("outside") - pl.col("_witness_effect")).alias("relative_effect"))
+        .select(
+            "_row",
+            "baseline_provider",
+            (pl.col("outside") - pl.col("_witness_effect")).alias("relative_effect"),
+            (pl.col("spread") ** 2 + pl.col("_witness_spread") ** 2).sqrt().alias("relative_spread"),
+        )
     )
     return frame.join(paired, on="_row", how="left", maintain_order="left").drop("_row")
 
@@ -181,9 +199,12 @@ def kernel_verdict(
     spreads: list[float],
     relative: list[float | None] | None = None,
     min_effect: float = MIN_EFFECT,
+    newest: list[float | None] | None = None,
+    relative_spreads: list[float | None] | None = None,
 ) -> tuple[str, str | None]:
-    """One kernel's (verdict, host) from its usable runs' effects (ln), spreads and relative effects (module
-    docstring); `host` says why a move shared with the baseline provider is not counted, else None."""
+    """One kernel's (verdict, note) from its usable runs' effects (ln), spreads, relative effects and effects
+    against the history's newest point (module docstring); the note says why a move shared with the baseline
+    provider is not counted (`same`), or why an `inconclusive` is (its reason), else None."""
     if not effects:
         return "no baseline", None
     median, typical = _median(effects), _median(spreads)
@@ -199,10 +220,14 @@ def kernel_verdict(
             consistent = all(sign * e > RUN_Z * s and sign * e >= least for e, s in zip(effects, spreads))
         if not consistent:
             continue
+        since = [n for n in (newest or []) if n is not None]
+        if since and not sign * _median(since) >= least:
+            return "inconclusive", NEWEST_MOVED
         known = [r for r in (relative or []) if r is not None]
         if len(known) * 2 >= len(effects) > 0:
             shared = _median(known)
-            if not sign * shared >= least:
+            relative_typical = _median([r for r in (relative_spreads or []) if r is not None]) or 0.0
+            if not (sign * shared >= least and sign * shared > RUN_Z * relative_typical):
                 host = (
                     f"the baseline provider moved with it (this implementation {math.exp(-median) - 1:+.1%}, "
                     f"relative to the baseline provider {math.exp(-shared) - 1:+.1%}): the host, not the code"
@@ -224,9 +249,13 @@ def judge_kernels(runs: pl.DataFrame, min_effect: float = MIN_EFFECT, baseline_p
         effects, spreads = usable["outside"].to_list(), usable["spread"].to_list()
         relative = usable["relative_effect"].to_list() if "relative_effect" in usable.columns else None
         median, typical = _median(effects), _median(spreads)
-        verdict, host = kernel_verdict(effects, spreads, relative, min_effect)
+        newest = usable["newest_effect"].to_list() if "newest_effect" in usable.columns else None
+        relative_spreads = usable["relative_spread"].to_list() if "relative_spread" in usable.columns else None
+        verdict, host = kernel_verdict(effects, spreads, relative, min_effect, newest, relative_spreads)
         reason = None
-        if not effects:
+        if verdict == "inconclusive" and host is not None:
+            reason, host = host, None
+        elif not effects:
             verdict, reason = _nothing_usable(group)
         elif verdict == "inconclusive":
             reason = (

@@ -5,6 +5,8 @@ later, would blind it) but the level of the series' current segment: the points 
 point, reruns of one commit counted as one point (the median of their ln values), ordered by `order` (the
 benchmarked commit's place in `main` where the caller knows it, else observed time). The level is the
 median of the segment's last LEVEL_POINTS points; its uncertainty is that of a median of that many runs.
+`newest_value` is the newest point alone: a step at the newest point of `main` has no change point yet (it
+needs points after it), and a contender that only repeats it is not what made the series slower.
 
 The window spread is the interquartile range of the ln values of the segment's last WINDOW_POINTS points,
 as a standard deviation (IQR / 1.349): a floor under the series' noise. Consecutive differences cannot see
@@ -21,7 +23,7 @@ import polars as pl
 LEVEL_POINTS = 6
 # The window a spread is read over, and the fewest points that make a spread at all.
 WINDOW_POINTS = 10
-MIN_WINDOW = 4
+MIN_WINDOW = 3
 # The interquartile range of a normal distribution is 1.349 sigma.
 IQR_TO_SIGMA = 1.349
 SERIES = ["group_id", "provider", "backend"]
@@ -35,6 +37,7 @@ LEVELS = pl.Schema(
         "baseline_low": pl.Float64,
         "baseline_high": pl.Float64,
         "baseline_points": pl.Int64,
+        "newest_value": pl.Float64,
         "segment_points": pl.Int64,
         "window_noise": pl.Float64,
     }
@@ -74,6 +77,7 @@ def levels(points: pl.DataFrame, starts: pl.DataFrame | None = None) -> pl.DataF
         pl.col("ln").min().exp().alias("baseline_low"),
         pl.col("ln").max().exp().alias("baseline_high"),
         pl.len().cast(pl.Int64).alias("baseline_points"),
+        pl.col("ln").first().exp().alias("newest_value"),
     )
     window = newest_first.filter(pl.col("age") < WINDOW_POINTS).group_by(SERIES).agg(
         pl.len().alias("n"),
