@@ -13,9 +13,9 @@ the standard error of a median of that many runs. A run is
 - `no baseline` without a level (or for a metric of no known direction).
 `min_detectable` = exp(RUN_Z x spread) - 1: the smallest relative change the run could have seen.
 
-Host and baseline provider. Each run of an implementation that is not a baseline provider (SPEC section 6:
-`huggingface`, `torch`) is also set against its group's baseline provider in the same contender:
-relative_effect = its effect - the baseline provider's effect (same backend first). A host that is
+Host and baseline provider. Each run is also set against its group's baseline provider (SPEC section 6:
+the first of `huggingface`, `torch` present) in the same contender, a baseline provider's own run against
+the next one present: relative_effect = its effect - the witness's effect (same backend first). A host that is
 uniformly slower moves both by the same factor and leaves the relative effect at 0.
 
 Per kernel (kernel, pass, metric, provider, backend on one GPU), over its runs with an effect (launch-bound
@@ -29,7 +29,8 @@ and unknown-noise runs left out): the median effect, the typical (median) spread
   is at least min_effect too, and beyond RUN_Z typical relative spreads (sqrt of the two runs' spreads
   squared, summed): otherwise the baseline provider moved with it, the host changed, and the
   kernel is `same` with the host named in `host`.
-A run or kernel slower (faster) than the level but not by min_effect than the history's newest point is
+A run or kernel slower (faster) than the level but not beyond RUN_Z spreads and min_effect than the
+history's newest point is
 `inconclusive`: that point moved already (a step at the newest commit of the history, which change points
 cannot confirm before later runs), so the contender is not what moved it.
 A kernel not moved whose typical spread exceeds min_effect is `inconclusive` (noise larger than the change
@@ -100,7 +101,8 @@ def judge_runs(
     beyond = pl.col("outside").abs() > RUN_Z * pl.col("spread")
     big = pl.col("outside").abs() >= least
     # Beyond the newest point of the history too, or that point already moved (an unconfirmed step before this run).
-    past_newest = pl.col("newest_effect").is_null() | (pl.col("newest_effect") * pl.col("outside").sign() >= least)
+    toward = pl.col("newest_effect") * pl.col("outside").sign()
+    past_newest = pl.col("newest_effect").is_null() | ((toward >= least) & (toward > RUN_Z * pl.col("spread")))
     verdict = (
         pl.when(pl.col("baseline_value").is_null())
         .then(pl.lit("no baseline"))
@@ -157,8 +159,9 @@ def _usable() -> pl.Expr:
 
 
 def _relative(frame: pl.DataFrame, baseline_providers: Sequence[str]) -> pl.DataFrame:
-    """baseline_provider and relative_effect (the run's effect - its group's baseline provider's, same backend
-    first) for every run of an implementation that is not a baseline provider."""
+    """baseline_provider, relative_effect (the run's effect - its group's baseline provider's, same backend
+    first) and relative_spread for every run; a baseline provider's own run is set against the next baseline
+    provider present in its group (it cannot be its own witness), as a change point's cause is."""
     rank = {p: i for i, p in enumerate(baseline_providers)}
     frame = frame.with_row_index("_row")
     witnesses = frame.filter(pl.col("provider").is_in(list(baseline_providers)) & _usable()).select(
@@ -170,9 +173,10 @@ def _relative(frame: pl.DataFrame, baseline_providers: Sequence[str]) -> pl.Data
         pl.col("provider").replace_strict(rank, return_dtype=pl.Int64).alias("_rank"),
     )
     paired = (
-        frame.filter(~pl.col("provider").is_in(list(baseline_providers)) & _usable())
-        .select("_row", "group_id", "backend", "outside", "spread")
+        frame.filter(_usable())
+        .select("_row", "group_id", "provider", "backend", "outside", "spread")
         .join(witnesses, on="group_id")
+        .filter(pl.col("baseline_provider") != pl.col("provider"))
         .with_columns((pl.col("_witness_backend") != pl.col("backend")).alias("_other_backend"))
         .sort("_row", "_rank", "_other_backend", "_witness_backend")
         .unique("_row", keep="first")
@@ -221,7 +225,7 @@ def kernel_verdict(
         if not consistent:
             continue
         since = [n for n in (newest or []) if n is not None]
-        if since and not sign * _median(since) >= least:
+        if since and not (sign * _median(since) >= least and sign * _median(since) > RUN_Z * typical):
             return "inconclusive", NEWEST_MOVED
         known = [r for r in (relative or []) if r is not None]
         if len(known) * 2 >= len(effects) > 0:
