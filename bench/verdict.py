@@ -185,18 +185,36 @@ def simple_rules(history: pl.DataFrame, contender: pl.DataFrame) -> pl.DataFrame
     )
 
 
-def judge_week(data: History, week: dict, min_effect: float) -> dict:
-    """One week judged by the verdict and the two simple rules, with the full history's steps at its commit."""
-    runs = set(data.week_runs.filter(pl.col("snapshot_id") == week["snapshot_id"])["run_id"].to_list())
-    contender = data.points.filter(pl.col("run_id").is_in(runs))
-    history = data.points.filter((pl.col("known_at") < week["committed_at"]) & ~pl.col("run_id").is_in(runs))
-    series = contender.select(SERIES).unique()
+def week_of(data: History, name: str) -> dict:
+    """The week whose folder is `name` (`benchmarks/<name>/benchmark.csv`)."""
+    (week,) = [w for w in data.weeks.iter_rows(named=True) if w["source_file"].split("/")[-2] == name]
+    return week
+
+
+def week_runs(data: History, week: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the week's runs: the contender; its history: every run first seen before the week, its runs left out)."""
+    runs = data.week_runs.filter(pl.col("snapshot_id") == week["snapshot_id"])["run_id"]
+    contender = data.points.filter(pl.col("run_id").is_in(runs.implode()))
+    history = data.points.filter((pl.col("known_at") < week["committed_at"]) & ~pl.col("run_id").is_in(runs.implode()))
+    return contender, history
+
+
+def judge_history(history: pl.DataFrame, contender: pl.DataFrame, min_effect: float = judge.MIN_EFFECT) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(runs, kernels): the verdict's rules with `history` as the warehouse, computed in memory."""
     noise = noise_of(history)
-    mine = history.join(series, on=SERIES, how="semi")
+    mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
     starts = segment_starts(mine, noise)
     baselines = verdict_noise.with_window(level.levels(mine.select(*SERIES, "value", "commit", "order"), starts), noise)
-    judged = judge.judge_runs(contender.select(*KERNEL, "group_id", "workload_slug", "unit", "value", "run_id"), baselines, min_effect)
-    kernels = judge.judge_kernels(judged, min_effect).join(simple_rules(mine, contender), on=KERNEL, how="left")
+    runs = judge.judge_runs(contender.select(*KERNEL, "group_id", "workload_slug", "unit", "value", "run_id"), baselines, min_effect)
+    return runs, judge.judge_kernels(runs, min_effect)
+
+
+def judge_week(data: History, week: dict, min_effect: float) -> dict:
+    """One week judged by the verdict and the two simple rules, with the full history's steps at its commit."""
+    contender, history = week_runs(data, week)
+    _, kernels = judge_history(history, contender, min_effect)
+    mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
+    kernels = kernels.join(simple_rules(mine, contender), on=KERNEL, how="left")
     commit = week["benchmarked_commit"]
     real = data.steps.filter(pl.col("after_commit") == commit).select(KERNEL).unique()
     kernels = kernels.join(real.with_columns(pl.lit(True).alias("real")), on=KERNEL, how="left").with_columns(

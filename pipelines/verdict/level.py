@@ -39,6 +39,7 @@ LEVELS = pl.Schema(
         "baseline_points": pl.Int64,
         "newest_value": pl.Float64,
         "segment_points": pl.Int64,
+        "series_points": pl.Int64,
         "window_noise": pl.Float64,
     }
 )
@@ -68,7 +69,8 @@ def levels(points: pl.DataFrame, starts: pl.DataFrame | None = None) -> pl.DataF
     """LEVELS per series of `points` (see collapse_reruns): the level of its current segment and its window spread."""
     if points.is_empty():
         return pl.DataFrame(schema=LEVELS)
-    current = segment(collapse_reruns(points), starts)
+    collapsed = collapse_reruns(points)
+    current = segment(collapsed, starts)
     newest_first = current.sort(*SERIES, "order", descending=[False, False, False, True]).with_columns(
         pl.int_range(pl.len()).over(SERIES).alias("age")
     )
@@ -84,6 +86,7 @@ def levels(points: pl.DataFrame, starts: pl.DataFrame | None = None) -> pl.DataF
         ((pl.col("ln").quantile(0.75, "linear") - pl.col("ln").quantile(0.25, "linear")) / IQR_TO_SIGMA).alias("window_noise"),
     )
     sizes = current.group_by(SERIES).agg(pl.len().cast(pl.Int64).alias("segment_points"))
-    frame = level.join(sizes, on=SERIES).join(window, on=SERIES)
+    whole = collapsed.group_by(SERIES).agg(pl.len().cast(pl.Int64).alias("series_points"))
+    frame = level.join(sizes, on=SERIES).join(whole, on=SERIES).join(window, on=SERIES)
     frame = frame.with_columns(pl.when(pl.col("n") >= MIN_WINDOW).then(pl.col("window_noise")).alias("window_noise"))
     return frame.select(LEVELS.names()).cast(dict(LEVELS)).sort(SERIES)

@@ -53,8 +53,9 @@ def pooled(own: pl.DataFrame) -> pl.DataFrame:
     return filled.filter(pl.col("noise").is_not_null()).select(SCHEMA.names())
 
 
-# A level of fewer points than this says too little: its noise is unknown, whatever the pools say (a young
-# series of upstream's CI moves by tens of percent from host to host, far more than its pool's noise).
+# A series of fewer points (reruns as one) than this says too little: its noise is unknown, whatever the pools
+# say (a young series of upstream's CI moves by tens of percent from host to host, far more than its pool's
+# noise). A long series whose current segment is short keeps its own noise.
 MIN_LEVEL_POINTS = 3
 
 
@@ -62,11 +63,11 @@ def with_window(levels: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
     """The baselines the judge takes: each series' level (pipelines/verdict/level.py) with its noise of one run,
     the series' noise (SCHEMA's `noise`, `method`) but never below the window spread of its current segment
     (`window_noise`: a host that flips between two modes, which consecutive differences miss; method
-    `window`); a series with neither, or whose level has fewer than MIN_LEVEL_POINTS points (method `short`),
+    `window`); a series with neither, or whose series has fewer than MIN_LEVEL_POINTS points (method `short`),
     has a null noise (the judge says `inconclusive`, noise unknown)."""
     joined = levels.join(noise.select("group_id", "provider", "backend", "noise", "method"), on=["group_id", "provider", "backend"], how="left")
     window_wins = pl.col("window_noise").is_not_null() & (pl.col("noise").is_null() | (pl.col("window_noise") > pl.col("noise")))
-    short = pl.col("baseline_points") < MIN_LEVEL_POINTS
+    short = pl.col("series_points") < MIN_LEVEL_POINTS
     return joined.with_columns(
         pl.when(short).then(None).when(window_wins).then(pl.col("window_noise")).otherwise(pl.col("noise")).alias("noise"),
         pl.when(short)
