@@ -148,7 +148,7 @@ def noise_of(history: pl.DataFrame) -> pl.DataFrame:
 
 
 def segment_starts(history: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
-    """SERIES, start: the time of the first run after each series' newest change point, found on `history` alone."""
+    """SERIES, segment_start: the time of the first run after each series' newest change point, found on `history` alone."""
     rows = []
     known = {(g, p, b): n for g, p, b, n in noise.select(*SERIES, "noise").iter_rows()}
     directed = history.filter(pl.col("unit").is_in(judge.LOWER_IS_BETTER))
@@ -163,7 +163,7 @@ def segment_starts(history: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
         steps = detection.detect(values.tolist(), sigma)
         if steps:
             rows.append((*key, group["order"][steps[-1].after]))
-    return pl.DataFrame(rows, schema={**dict.fromkeys(SERIES, pl.String), "start": history.schema["order"]}, orient="row")
+    return pl.DataFrame(rows, schema={**dict.fromkeys(SERIES, pl.String), "segment_start": history.schema["order"]}, orient="row")
 
 
 def simple_rules(history: pl.DataFrame, contender: pl.DataFrame) -> pl.DataFrame:
@@ -199,7 +199,9 @@ def week_runs(data: History, week: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
     return contender, history
 
 
-def judge_history(history: pl.DataFrame, contender: pl.DataFrame, min_effect: float = judge.MIN_EFFECT) -> tuple[pl.DataFrame, pl.DataFrame]:
+def judge_history(
+    history: pl.DataFrame, contender: pl.DataFrame, min_effect: float = judge.MIN_EFFECT
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(runs, kernels): the verdict's rules with `history` as the warehouse, computed in memory."""
     noise = noise_of(history)
     mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
@@ -222,7 +224,11 @@ def judge_week(data: History, week: dict, min_effect: float) -> dict:
     )
     verdict_slower = pl.col("verdict") == "slower"
     gate_slower = verdict_slower & pl.col("gates")
-    row = {"week": week["source_file"].split("/")[-2], "real": real.height, "real_gate": kernels.filter(pl.col("real") & pl.col("gates")).height}
+    row = {
+        "week": week["source_file"].split("/")[-2],
+        "real": real.height,
+        "real_gate": kernels.filter(pl.col("real") & pl.col("gates")).height,
+    }
     rules = (
         ("verdict", verdict_slower),
         ("gate", gate_slower),
@@ -273,7 +279,11 @@ def main(argv: list[str] | None = None) -> None:
     for row in rows.filter(pl.col("false_kernels") != "").iter_rows(named=True):
         print(f"{row['week']}: false gate alarms: {row['false_kernels']}")
     half = math.ceil(rows.height / 2)
-    for name, part in (("tuned on (first half)", rows.head(half)), ("held out (second half)", rows.tail(rows.height - half)), ("all", rows)):
+    for name, part in (
+        ("tuned on (first half)", rows.head(half)),
+        ("held out (second half)", rows.tail(rows.height - half)),
+        ("all", rows),
+    ):
         print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in totals(part).items()))
 
 

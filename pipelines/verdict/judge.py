@@ -82,7 +82,9 @@ def judge_runs(
         if name not in baselines.columns:
             baselines = baselines.with_columns(pl.lit(None, pl.Float64).alias(name))
     frame = frame.join(
-        baselines.select(*SERIES, "baseline_value", "baseline_low", "baseline_high", "newest_value", "baseline_points", "noise", "noise_method"),
+        baselines.select(
+            *SERIES, "baseline_value", "baseline_low", "baseline_high", "newest_value", "baseline_points", "noise", "noise_method"
+        ),
         on=SERIES,
         how="left",
         maintain_order="left",
@@ -243,7 +245,9 @@ def kernel_verdict(
     return "same", None
 
 
-def judge_kernels(runs: pl.DataFrame, min_effect: float = MIN_EFFECT, baseline_providers: Sequence[str] = DEFAULT_BASELINES) -> pl.DataFrame:
+def judge_kernels(
+    runs: pl.DataFrame, min_effect: float = MIN_EFFECT, baseline_providers: Sequence[str] = DEFAULT_BASELINES
+) -> pl.DataFrame:
     """Per kernel (KERNEL_KEY): runs, judged (with an effect), geomean_ratio over those, the count of each
     verdict, median_outside (the median effect, ln), typical_spread, median_relative, sign_test_p, verdict,
     reason, min_detectable, host and gates (whether it can fail the gate); slower first."""
@@ -262,9 +266,7 @@ def judge_kernels(runs: pl.DataFrame, min_effect: float = MIN_EFFECT, baseline_p
         elif not effects:
             verdict, reason = _nothing_usable(group)
         elif verdict == "inconclusive":
-            reason = (
-                f"noise too large: its runs move about {math.exp(typical) - 1:.1%}, more than the {min_effect:.0%} it is asked to see"
-            )
+            reason = f"noise too large: its runs move about {math.exp(typical) - 1:.1%}, more than the {min_effect:.0%} it is asked to see"
         down = sum(e < -s for e, s in zip(effects, spreads))
         up = sum(e > s for e, s in zip(effects, spreads))
         known_relative = [r for r in (relative or []) if r is not None]

@@ -61,8 +61,8 @@ def segment(points: pl.DataFrame, starts: pl.DataFrame | None) -> pl.DataFrame:
     a series without one keeps every point."""
     if starts is None or starts.is_empty():
         return points
-    joined = points.join(starts.select(*SERIES, "start"), on=SERIES, how="left")
-    return joined.filter(pl.col("start").is_null() | (pl.col("order") >= pl.col("start"))).drop("start")
+    joined = points.join(starts.select(*SERIES, "segment_start"), on=SERIES, how="left")
+    return joined.filter(pl.col("segment_start").is_null() | (pl.col("order") >= pl.col("segment_start"))).drop("segment_start")
 
 
 def levels(points: pl.DataFrame, starts: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -74,16 +74,24 @@ def levels(points: pl.DataFrame, starts: pl.DataFrame | None = None) -> pl.DataF
     newest_first = current.sort(*SERIES, "order", descending=[False, False, False, True]).with_columns(
         pl.int_range(pl.len()).over(SERIES).alias("age")
     )
-    level = newest_first.filter(pl.col("age") < LEVEL_POINTS).group_by(SERIES).agg(
-        pl.col("ln").median().exp().alias("baseline_value"),
-        pl.col("ln").min().exp().alias("baseline_low"),
-        pl.col("ln").max().exp().alias("baseline_high"),
-        pl.len().cast(pl.Int64).alias("baseline_points"),
-        pl.col("ln").first().exp().alias("newest_value"),
+    level = (
+        newest_first.filter(pl.col("age") < LEVEL_POINTS)
+        .group_by(SERIES)
+        .agg(
+            pl.col("ln").median().exp().alias("baseline_value"),
+            pl.col("ln").min().exp().alias("baseline_low"),
+            pl.col("ln").max().exp().alias("baseline_high"),
+            pl.len().cast(pl.Int64).alias("baseline_points"),
+            pl.col("ln").first().exp().alias("newest_value"),
+        )
     )
-    window = newest_first.filter(pl.col("age") < WINDOW_POINTS).group_by(SERIES).agg(
-        pl.len().alias("n"),
-        ((pl.col("ln").quantile(0.75, "linear") - pl.col("ln").quantile(0.25, "linear")) / IQR_TO_SIGMA).alias("window_noise"),
+    window = (
+        newest_first.filter(pl.col("age") < WINDOW_POINTS)
+        .group_by(SERIES)
+        .agg(
+            pl.len().alias("n"),
+            ((pl.col("ln").quantile(0.75, "linear") - pl.col("ln").quantile(0.25, "linear")) / IQR_TO_SIGMA).alias("window_noise"),
+        )
     )
     sizes = current.group_by(SERIES).agg(pl.len().cast(pl.Int64).alias("segment_points"))
     whole = collapsed.group_by(SERIES).agg(pl.len().cast(pl.Int64).alias("series_points"))

@@ -65,7 +65,9 @@ def with_window(levels: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
     (`window_noise`: a host that flips between two modes, which consecutive differences miss; method
     `window`); a series with neither, or whose series has fewer than MIN_LEVEL_POINTS points (method `short`),
     has a null noise (the judge says `inconclusive`, noise unknown)."""
-    joined = levels.join(noise.select("group_id", "provider", "backend", "noise", "method"), on=["group_id", "provider", "backend"], how="left")
+    joined = levels.join(
+        noise.select("group_id", "provider", "backend", "noise", "method"), on=["group_id", "provider", "backend"], how="left"
+    )
     window_wins = pl.col("window_noise").is_not_null() & (pl.col("noise").is_null() | (pl.col("window_noise") > pl.col("noise")))
     short = pl.col("series_points") < MIN_LEVEL_POINTS
     return joined.with_columns(

@@ -56,17 +56,17 @@ class Verdict:
 
     @property
     def verdict(self) -> str:
-        """`slower` when a kernel that gates is (not a baseline provider), else the first of faster, same,
-        inconclusive, no baseline that any kernel is."""
+        """`slower` when a kernel that gates is (not a baseline provider), else the first of faster, same that
+        any kernel is, `same` when only baseline providers are slower, else inconclusive or no baseline."""
         if self.kernels.filter(pl.col("gates") & (pl.col("verdict") == "slower")).height:
             return "slower"
         found = set(self.kernels["verdict"].to_list())
-        for word in ("faster", "same", "inconclusive"):
+        for word in ("faster", "same"):
             if word in found:
                 return word
         if "slower" in found:  # only baseline providers: judged, reported, not failed
             return "same"
-        return "no baseline"
+        return "inconclusive" if "inconclusive" in found else "no baseline"
 
     @property
     def exit_code(self) -> int:
@@ -121,7 +121,9 @@ def host_messages(kernels: pl.DataFrame) -> list[str]:
                 f"kernels moved that way: {providers}); not counted against the branch"
             )
     for row in kernels.filter(pl.col("host").is_not_null()).iter_rows(named=True):
-        lines.append(f"{row['kernel']} {row['pass']} {row['metric']} {row['provider']} ({row['backend']}) on {row['gpu_name']}: {row['host']}")
+        lines.append(
+            f"{row['kernel']} {row['pass']} {row['metric']} {row['provider']} ({row['backend']}) on {row['gpu_name']}: {row['host']}"
+        )
     return lines
 
 

@@ -7,7 +7,7 @@ SELECT
     c.group_id,
     c.provider,
     c.backend,
-    max(c.observed_at) AS start
+    max(c.observed_at) AS segment_start
 FROM change_points AS c
 SEMI JOIN contender_series AS s
     ON c.group_id = s.group_id AND c.provider = s.provider AND c.backend = s.backend
