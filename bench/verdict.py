@@ -253,14 +253,6 @@ def measure(data: History, min_effect: float) -> pl.DataFrame:
     return pl.DataFrame([judge_week(data, week, min_effect) for week in data.weeks.iter_rows(named=True)])
 
 
-def totals(rows: pl.DataFrame) -> dict[str, float]:
-    found = {"weeks": rows.height, "real steps": int(rows["real"].sum()), "real steps (gating)": int(rows["real_gate"].sum())}
-    for name in ("verdict", "gate", "z", "z_gate", "ten", "ten_gate"):
-        found[f"{name} false/week"] = round(rows[f"{name}_false"].sum() / max(rows.height, 1), 2)
-        found[f"{name} caught"] = int(rows[f"{name}_caught"].sum())
-    return found
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.verdict", description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", type=Path, default=BUNDLE, help="the upstream bundle (main and gh-pages)")
@@ -271,20 +263,48 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{args.bundle} does not exist: pass --bundle with the upstream bundle (liger-upstream.bundle)")
     data = read(build(args.bundle, args.cache))
     rows = measure(data, args.min_effect)
-    pl.Config.set_tbl_rows(200)
-    pl.Config.set_tbl_cols(30)
-    pl.Config.set_fmt_str_lengths(200)
-    pl.Config.set_tbl_width_chars(250)
-    print(rows.drop("false_kernels"))
+    print(markdown(rows))
+    print()
     for row in rows.filter(pl.col("false_kernels") != "").iter_rows(named=True):
         print(f"{row['week']}: false gate alarms: {row['false_kernels']}")
+    print()
+    print(markdown_totals(rows))
+
+
+RULES = (
+    ("verdict", "verdict, every provider"),
+    ("gate", "verdict, gating"),
+    ("z", "z-score"),
+    ("z_gate", "z-score, gating"),
+    ("ten", "10%"),
+    ("ten_gate", "10%, gating"),
+)
+
+
+def markdown(rows: pl.DataFrame) -> str:
+    """One line per week: real steps (every provider / gating), then per rule kernels called slower / false / caught."""
+    header = ["week", "real steps (gating)", *(f"{title}: slower / false / caught" for _, title in RULES), "inconclusive / kernels"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for r in rows.iter_rows(named=True):
+        cells = [r["week"], f"{r['real']} ({r['real_gate']})"]
+        cells += [f"{r[f'{name}_alarms']} / {r[f'{name}_false']} / {r[f'{name}_caught']}" for name, _ in RULES]
+        cells.append(f"{r['inconclusive']} / {r['kernels']}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_totals(rows: pl.DataFrame) -> str:
+    """False kernel alarms per week and real steps caught, per rule, on the first half (where the rules were
+    chosen), the second half (held out) and all weeks."""
     half = math.ceil(rows.height / 2)
-    for name, part in (
-        ("tuned on (first half)", rows.head(half)),
-        ("held out (second half)", rows.tail(rows.height - half)),
-        ("all", rows),
-    ):
-        print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in totals(part).items()))
+    parts = (("first half (tuned on)", rows.head(half)), ("second half (held out)", rows.tail(rows.height - half)), ("all weeks", rows))
+    header = ["weeks", "real steps (gating)", *(f"{title}: false per week / caught" for _, title in RULES)]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for name, part in parts:
+        cells = [f"{name}: {part.height}", f"{int(part['real'].sum())} ({int(part['real_gate'].sum())})"]
+        cells += [f"{part[f'{rule}_false'].sum() / max(part.height, 1):.2f} / {int(part[f'{rule}_caught'].sum())}" for rule, _ in RULES]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def collapse_reruns(points: pl.DataFrame) -> pl.DataFrame:
 
 
 def segment(points: pl.DataFrame, starts: pl.DataFrame | None) -> pl.DataFrame:
-    """The points at or after each series' segment start (`starts`: SERIES, start, in `order`'s type);
+    """The points at or after each series' segment start (`starts`: SERIES, segment_start, in `order`'s type);
     a series without one keeps every point."""
     if starts is None or starts.is_empty():
         return points
