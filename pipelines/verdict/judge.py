@@ -46,6 +46,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from pipelines.core.settings import DEFAULT_BASELINES
+from pipelines.verdict.level import LEVEL_POINTS
 
 RUN_Z = 3.0
 KERNEL_ALPHA = 0.05
@@ -153,6 +154,16 @@ def judge_runs(
         .alias("reason")
     )
     return _relative(frame, baseline_providers)
+
+
+def describe(min_effect: float = MIN_EFFECT, points: int = LEVEL_POINTS) -> str:
+    """The rule against the warehouse in one line, for a verdict's method line."""
+    return (
+        f"Level: the median of each series' newest {points} points since its last change point (reruns as one); a run or kernel is "
+        f"slower or faster beyond {RUN_Z:g} x the noise of the level and one run and by at least {min_effect:.0%}, kernels "
+        f"also relative to the baseline provider in the same run (a move they share is the host's); inconclusive where the "
+        f"noise is unknown or larger than that."
+    )
 
 
 def _usable() -> pl.Expr:
