@@ -18,6 +18,7 @@ from pipelines.defs.resources import Warehouse
 from pipelines.defs.verdict.jobs import verdict_job
 from pipelines.duck import database_build
 from pipelines.verdict import judge
+from pipelines.verdict.verdict import BASELINE_POINTS
 
 GPU = "NVIDIA A100-SXM4-80GB"
 OTHER_GPU = "NVIDIA H100 80GB HBM3"
@@ -102,7 +103,7 @@ def test_a_rerun_of_the_latest_code_is_the_same(capsys, warehouse: Path, tmp_pat
     run = document["runs"][0]
     for field in ("kernel", "pass", "metric", "gpu_name", "workload_slug", "provider", "backend", "baseline_value", "contender_value"):
         assert run[field] is not None, field
-    assert run["backend"] == "triton" and run["unit"] == "ns" and run["baseline_points"] == 3
+    assert run["backend"] == "triton" and run["unit"] == "ns" and run["baseline_points"] == BASELINE_POINTS
     assert run["ratio"] == pytest.approx(run["baseline_value"] / run["contender_value"])
     assert run["noise"] > 0 and run["noise_method"]
 
@@ -147,7 +148,7 @@ def test_one_slower_shape_does_not_fail_the_kernel(capsys, warehouse: Path, tmp_
 def test_a_gpu_without_history_gets_no_baseline_and_names_the_gpus_that_have_it(capsys, warehouse: Path, tmp_path: Path) -> None:
     path = write_contender(tmp_path, contender_values({("liger", s): 3.0 for s in SHAPES}), gpu=OTHER_GPU)
     code, document = as_json(capsys, warehouse, path)
-    assert code == 0  # nothing judged is nothing slower
+    assert code == 3  # nothing could be judged (issue 28: a gate that judged nothing does not pass)
     assert {run["verdict"] for run in document["runs"]} == {"no baseline"}
     assert {k["verdict"] for k in document["kernels"]} == {"no baseline"}
     assert all(run["baseline_value"] is None and run["ratio"] is None for run in document["runs"])
@@ -173,7 +174,7 @@ def test_gpu_filters_the_contenders_runs(capsys, warehouse: Path, tmp_path: Path
 def test_the_backend_comes_from_the_file_name_unless_given(capsys, warehouse: Path, tmp_path: Path) -> None:
     path = write_contender(tmp_path, contender_values(), name="all_benchmark_data_cutile.csv")
     code, document = as_json(capsys, warehouse, path)
-    assert code == 0
+    assert code == 3  # nothing could be judged
     assert {run["backend"] for run in document["runs"]} == {"cutile"}
     assert {run["verdict"] for run in document["runs"]} == {"no baseline"}
     assert any("'cutile'" in m and "--backend" in m for m in document["messages"])
@@ -231,17 +232,18 @@ def test_a_contender_already_in_the_warehouse_is_not_its_own_baseline(capsys, wa
     last = write_contender(tmp_path, history_values(7), day="2025-01-17")
     code, document = as_json(capsys, warehouse, last)
     assert code == 0
-    assert all(run["baseline_points"] == 3 for run in document["runs"])
+    assert all(run["baseline_points"] == BASELINE_POINTS for run in document["runs"])
     own = history_values(7)
-    previous = [history_values(c) for c in (4, 5, 6)]
+    previous = sorted(history_values(c)[("liger", 1024)] for c in range(7 - BASELINE_POINTS, 7))
     run = next(r for r in document["runs"] if r["provider"] == "liger" and "-hidden1024-" in r["workload_slug"])
-    expected = sorted(v[("liger", 1024)] for v in previous)[1]
+    expected = math.sqrt(previous[2] * previous[3])  # the median of six, in ln
     assert run["baseline_value"] == pytest.approx(expected * 1e6, abs=1)
     assert run["contender_value"] == pytest.approx(own[("liger", 1024)] * 1e6, abs=1)
 
 
 def test_the_series_noise_table_is_used_once_there(capsys, warehouse: Path, tmp_path: Path) -> None:
-    """With `series_noise` in warehouse.duckdb the verdict takes its noise: a noise of 50% hides a 30% loss."""
+    """With `series_noise` in warehouse.duckdb the verdict takes its noise: a noise of 50% cannot tell a 30% loss, so
+    the kernel is `inconclusive` (never `same`), and with nothing judged the exit status is 3."""
     copy = tmp_path / "warehouse"
     copy.mkdir()
     for name in ("warehouse.duckdb",):
@@ -253,10 +255,11 @@ def test_the_series_noise_table_is_used_once_there(capsys, warehouse: Path, tmp_
         )
     slower = write_contender(tmp_path / "contender", contender_values({("liger", s): 1.3 for s in SHAPES}))
     code, document = as_json(capsys, copy, slower)
-    assert code == 0
+    assert code == 3
     assert document["baseline"]["noise"] == "series_noise"
     assert {run["noise_method"] for run in document["runs"]} == {"test"}
-    assert kernel(document, "liger")["verdict"] == "same"
+    liger = kernel(document, "liger")
+    assert liger["verdict"] == "inconclusive" and liger["reason"].startswith("noise too large")
 
 
 def test_sign_test() -> None:
@@ -266,14 +269,20 @@ def test_sign_test() -> None:
 
 
 def test_small_kernels_need_every_run_slower() -> None:
-    """Below SIGN_TEST_RUNS runs the sign test cannot reach its level: every run must be slower on its own."""
-    assert judge.kernel_verdict([-0.3, -0.3, -0.3], [0.01] * 3, ["slower"] * 3) == "slower"
-    assert judge.kernel_verdict([-0.3, -0.3, -0.001], [0.01] * 3, ["slower", "slower", "same"]) == "same"
-    assert judge.kernel_verdict([], [], []) == "no baseline"
-    # Many runs: the median must be out by RUN_Z spreads, and the sign test agree.
-    assert judge.kernel_verdict([-0.05] * 20, [0.01] * 20, ["slower"] * 20) == "slower"
-    assert judge.kernel_verdict([-0.02] * 20, [0.01] * 20, ["same"] * 20) == "same"
-    assert judge.kernel_verdict([-0.05] * 11 + [0.05] * 9, [0.01] * 20, ["slower"] * 11 + ["faster"] * 9) == "same"
+    """Below SIGN_TEST_RUNS runs the sign test cannot reach its level: every run must be slower on its own; and
+    a kernel is slower only by at least the minimum effect (5%)."""
+    assert judge.kernel_verdict([-0.3, -0.3, -0.3], [0.01] * 3) == ("slower", None)
+    assert judge.kernel_verdict([-0.3, -0.3, -0.001], [0.01] * 3)[0] == "same"
+    assert judge.kernel_verdict([], []) == ("no baseline", None)
+    # Many runs: the median must be out by RUN_Z spreads and by the minimum effect, and the sign test agree.
+    assert judge.kernel_verdict([-0.08] * 20, [0.01] * 20)[0] == "slower"
+    assert judge.kernel_verdict([-0.04] * 20, [0.01] * 20)[0] == "same"  # beyond the noise, below 5%
+    assert judge.kernel_verdict([-0.04] * 20, [0.01] * 20, min_effect=0.02)[0] == "slower"
+    assert judge.kernel_verdict([-0.02] * 20, [0.01] * 20)[0] == "same"
+    assert judge.kernel_verdict([-0.08] * 11 + [0.08] * 9, [0.01] * 20)[0] == "same"
+    # Shared with the baseline provider (relative effect ~0): the host, not the code.
+    verdict, host = judge.kernel_verdict([-0.3] * 6, [0.01] * 6, [0.0] * 6)
+    assert verdict == "same" and "host" in host
 
 
 def test_verdict_job_logs_and_records_the_markdown(warehouse: Path, tmp_path: Path) -> None:

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from pipelines.core import sql_files
+from pipelines.core.settings import DEFAULT_BASELINES
 from pipelines.duck import db
-from pipelines.verdict import judge, noise
+from pipelines.verdict import judge, level, noise
 from pipelines.verdict.contender import Contender, read_contender
 
-# A run's baseline: its series' latest BASELINE_POINTS passed runs (their median, their range).
-BASELINE_POINTS = 3
+# A run's baseline: the median of its series' newest points of the current segment (pipelines/verdict/level.py).
+BASELINE_POINTS = level.LEVEL_POINTS
+# A host change: at least this share of a GPU's kernels (every provider, HOST_MIN_KERNELS at least) moved the
+# same way, and their median move is at least HOST_MIN_SHIFT.
+HOST_SHARE = 0.75
+HOST_MIN_KERNELS = 3
+HOST_MIN_SHIFT = 0.01
 RUN_COLUMNS = (
     "kernel",
     "pass",
@@ -26,6 +33,8 @@ RUN_COLUMNS = (
     "contender_value",
     "ratio",
     "verdict",
+    "reason",
+    "min_detectable",
     "unit",
     "baseline_points",
     "noise",
@@ -38,28 +47,40 @@ RUN_COLUMNS = (
 class Verdict:
     contender: Contender
     warehouse_dir: Path
-    runs: pl.DataFrame  # RUN_COLUMNS and what judged them (baseline_low, baseline_high, outside, spread), one row per run
+    runs: pl.DataFrame  # RUN_COLUMNS and what judged them (baseline_low, baseline_high, outside, spread, relative_effect)
     kernels: pl.DataFrame  # judge.KERNELS
     noise_source: str  # where the series' noise comes from: the statistic `series_noise`
     # (gpu_name, backend) pairs holding history of the contender's kernels.
     history: list[tuple[str, str]] = field(default_factory=list)
+    min_effect: float = judge.MIN_EFFECT
 
     @property
     def verdict(self) -> str:
-        """`slower` when any kernel is, else `faster` when any is, else `same`, or `no baseline` for nothing judged."""
+        """`slower` when a kernel that gates is (not a baseline provider), else the first of faster, same that
+        any kernel is, `same` when only baseline providers are slower, else inconclusive or no baseline."""
+        if self.kernels.filter(pl.col("gates") & (pl.col("verdict") == "slower")).height:
+            return "slower"
         found = set(self.kernels["verdict"].to_list())
-        for word in ("slower", "faster", "same"):
+        for word in ("faster", "same"):
             if word in found:
                 return word
-        return "no baseline"
+        if "slower" in found:  # only baseline providers: judged, reported, not failed
+            return "same"
+        return "inconclusive" if "inconclusive" in found else "no baseline"
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.verdict == "slower" else 0
+        """0 judged and no kernel slower; 1 a kernel that gates is slower; 3 nothing could be judged (every
+        kernel `no baseline` or `inconclusive`). 2, bad input, never gets this far (BadContender)."""
+        word = self.verdict
+        if word == "slower":
+            return 1
+        return 3 if word in ("inconclusive", "no baseline") else 0
 
     def messages(self) -> list[str]:
-        """What a reader must know beside the tables: GPUs with no history, rows left out."""
-        lines = []
+        """What a reader must know beside the tables: a host change, slower baseline providers, GPUs with no
+        history, rows left out."""
+        lines = [*host_messages(self.kernels), *baseline_provider_messages(self.kernels)]
         c = self.contender
         gpus = sorted({gpu for gpu, _ in self.history})
         for gpu in c.gpus:
@@ -82,24 +103,76 @@ class Verdict:
         return lines
 
 
-def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, backend: str | None = None) -> Verdict:
+def host_messages(kernels: pl.DataFrame) -> list[str]:
+    """Name a host change: on a GPU, most kernels of every provider moved the same way (see HOST_SHARE)."""
+    lines = []
+    moved = kernels.filter(pl.col("median_outside").is_not_null())
+    for (gpu,), group in moved.group_by("gpu_name", maintain_order=True):
+        effects = group["median_outside"].to_list()
+        if len(effects) < HOST_MIN_KERNELS:
+            continue
+        shift = judge._median(effects)
+        same_way = sum((e < 0) == (shift < 0) and e != 0 for e in effects)
+        if abs(shift) >= math.log1p(HOST_MIN_SHIFT) and same_way >= HOST_SHARE * len(effects):
+            word = "slower" if shift < 0 else "faster"
+            providers = ", ".join(sorted(set(group["provider"].to_list())))
+            lines.append(
+                f"the host is ~{abs(math.exp(-shift) - 1):.1%} {word} on every provider on {gpu} ({same_way} of {len(effects)} "
+                f"kernels moved that way: {providers}); not counted against the branch"
+            )
+    for row in kernels.filter(pl.col("host").is_not_null()).iter_rows(named=True):
+        lines.append(
+            f"{row['kernel']} {row['pass']} {row['metric']} {row['provider']} ({row['backend']}) on {row['gpu_name']}: {row['host']}"
+        )
+    return lines
+
+
+def baseline_provider_messages(kernels: pl.DataFrame) -> list[str]:
+    """A slower baseline provider is reported, never failed."""
+    slower = kernels.filter(~pl.col("gates") & (pl.col("verdict") == "slower"))
+    if slower.is_empty():
+        return []
+    named = ", ".join(
+        f"{r['provider']} {r['kernel']} {r['pass']} {r['metric']} ({r['geomean_ratio']:.2f}x)" for r in slower.head(8).iter_rows(named=True)
+    )
+    more = f" and {slower.height - 8} more" if slower.height > 8 else ""
+    return [f"{slower.height} baseline provider kernel(s) slower: {named}{more}; a baseline provider is reported, not failed"]
+
+
+def baselines_of(points: pl.DataFrame, starts: pl.DataFrame | None, series_noise: pl.DataFrame) -> pl.DataFrame:
+    """The judge's baselines from a history's points (level.levels' input), the segments' starts and the
+    series' noise (noise.SCHEMA)."""
+    return noise.with_window(level.levels(points, starts), series_noise)
+
+
+def judge_contender(
+    warehouse_dir: Path,
+    csv: Path,
+    gpu: str | None = None,
+    backend: str | None = None,
+    min_effect: float = judge.MIN_EFFECT,
+    baseline_providers: tuple[str, ...] = DEFAULT_BASELINES,
+) -> Verdict:
     """Read the contender, then judge it in one read-only session of warehouse.duckdb (nothing is written)."""
     contender = read_contender(Path(csv), backend=backend, gpu=gpu)
     with db.session(Path(warehouse_dir)) as session:
         series = contender.runs.select("group_id", "provider", "backend", "kernel", "pass", "metric", "gpu_name").unique()
         session.con.register("contender_series", series.to_arrow())
         session.con.register("contender_runs", contender.runs.select("run_id").to_arrow())
-        baselines = _frame(session.query(sql_files.text("verdict/baselines"), {"points": BASELINE_POINTS}))
+        points = _frame(session.query(sql_files.text("verdict/points")))
+        starts = _frame(session.query(sql_files.text("verdict/segments")))
         noise_frame = noise.series_noise(session)
         history = session.query(sql_files.text("verdict/history")).rows
-    runs = judge.judge_runs(contender.runs, _typed(baselines), noise_frame).rename({"value": "contender_value"})
+    baselines = baselines_of(_typed_points(points), starts if starts.height else None, noise_frame)
+    runs = judge.judge_runs(contender.runs, baselines, min_effect, baseline_providers).rename({"value": "contender_value"})
     return Verdict(
         contender=contender,
         warehouse_dir=Path(warehouse_dir),
         runs=runs,
-        kernels=judge.judge_kernels(runs),
+        kernels=judge.judge_kernels(runs, min_effect, baseline_providers),
         noise_source="series_noise",
         history=[(gpu, backend) for gpu, backend in history],
+        min_effect=min_effect,
     )
 
 
@@ -107,16 +180,8 @@ def _frame(result: db.Result) -> pl.DataFrame:
     return pl.DataFrame(result.rows, schema=result.columns, orient="row")
 
 
-def _typed(baselines: pl.DataFrame) -> pl.DataFrame:
-    schema = {
-        "group_id": pl.String,
-        "provider": pl.String,
-        "backend": pl.String,
-        "baseline_value": pl.Float64,
-        "baseline_low": pl.Float64,
-        "baseline_high": pl.Float64,
-        "baseline_points": pl.Int64,
-    }
-    if baselines.is_empty():
-        return pl.DataFrame(schema=schema)
-    return baselines.select(pl.col(name).cast(dtype) for name, dtype in schema.items())
+def _typed_points(points: pl.DataFrame) -> pl.DataFrame:
+    schema = {"group_id": pl.String, "provider": pl.String, "backend": pl.String, "value": pl.Float64, "commit": pl.String}
+    if points.is_empty():
+        return pl.DataFrame(schema={**schema, "order": pl.Datetime("us", "UTC")})
+    return points.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items())

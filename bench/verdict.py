@@ -1,0 +1,311 @@
+"""`python -m bench.verdict [--bundle PATH] [--cache DIR]`: the verdict as a gate, leave-one-week-out on upstream's CI.
+
+The warehouse is built once from the whole upstream bundle (both streams, the project's own ingest and
+database build, cached under --cache). Each CI week W is a folder of the bundle's gh-pages
+(`benchmarks/<commit>[-v<version>]/benchmark.csv`), its runs those of the first snapshot that carried it,
+at the time that snapshot was committed. W's history is every run first seen in a snapshot committed
+before W (either stream), W's own runs left out. On that history, in memory: the series' noise
+(pipelines.series.noise, as the database build computes it), the change points of each of W's series
+(pipelines.series.change_points.detect: the segment the level is taken from), the levels
+(pipelines.verdict.level) and the verdict's rules (pipelines.verdict.judge), with W's runs as the
+contender. Beside it, two simple rules on the same history, per run and then per kernel (a kernel is
+slower when more than half of its runs with a history are):
+- z-score: the run's ln value is more than 5 standard deviations above the mean of its series' last 10
+  points;
+- 10%: the run is 10% slower than its series' newest point (upstream's dashboard rule).
+A kernel (kernel, pass, metric, provider, backend, GPU) called slower is confirmed when the full history's
+`change_points` table holds a `regressed` change point of one of its series whose first run after is of
+W's benchmarked commit; otherwise it is a false alarm. A real step is such a (kernel, W) pair; a rule
+catches it when it calls that kernel slower in W.
+
+The weeks are split in time: the first half is where the rules' constants were chosen, the second half
+was not looked at while choosing them; both are reported, and the totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipelines.core import settings
+from pipelines.series import change_points as detection
+from pipelines.series import noise as series_noise
+from pipelines.verdict import judge, level
+from pipelines.verdict import noise as verdict_noise
+
+BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-upstream.bundle"
+CACHE = Path(tempfile.gettempdir()) / "liger-bench-verdict"
+FILE_GLOB = "benchmark/data/all_benchmark_data*.csv"
+Z_LIMIT, Z_POINTS = 5.0, 10
+TEN_PERCENT = 1.10
+KERNEL = judge.KERNEL_KEY
+SERIES = judge.SERIES
+
+POINTS_SQL = """
+WITH first_seen AS (
+    SELECT rs.run_id, min(s.committed_at) AS known_at
+    FROM run_snapshots AS rs
+    INNER JOIN snapshots AS s USING (snapshot_id)
+    GROUP BY rs.run_id
+)
+SELECT
+    r.run_id, r.group_id, r.provider, r.backend, r.kernel, r.pass, r.metric, r.gpu_name, r.workload_slug, r.unit,
+    r.value::DOUBLE AS value,
+    coalesce(r.benchmarked_commit, fs."commit", r.first_seen_snapshot) AS "commit",
+    r.observed_at AS "order",
+    r.rowid AS row_id,
+    f.known_at
+FROM runs AS r
+INNER JOIN first_seen AS f USING (run_id)
+LEFT JOIN snapshots AS fs ON r.first_seen_snapshot = fs.snapshot_id
+WHERE r.status = 'passed' AND r.value > 0
+ORDER BY r.group_id, r.provider, r.backend, r.observed_at, r.rowid
+"""
+WEEKS_SQL = """
+SELECT source_file, snapshot_id, committed_at, benchmarked_commit
+FROM snapshots
+WHERE stream = 'ci'
+QUALIFY row_number() OVER (PARTITION BY source_file ORDER BY committed_at, snapshot_id) = 1
+ORDER BY committed_at, source_file
+"""
+WEEK_RUNS_SQL = "SELECT snapshot_id, run_id FROM run_snapshots WHERE snapshot_id IN (SELECT snapshot_id FROM snapshots WHERE stream = 'ci')"
+STEPS_SQL = """
+SELECT DISTINCT kernel, pass, metric, provider, backend, gpu_name, after_commit
+FROM change_points
+WHERE verdict = 'regressed'
+"""
+
+
+def build(bundle: Path, cache: Path) -> Path:
+    """warehouse.duckdb's folder built from the whole bundle (both streams), reused when already there."""
+    from pipelines.assemble.build import build_tables
+    from pipelines.duck import database_build
+    from pipelines.ingest.steps import stage_new, sync
+    from pipelines.storage import store
+
+    target = cache / "warehouse"
+    if (target / "warehouse.duckdb").is_file():
+        return target
+    source = settings.for_source(str(bundle), "main", FILE_GLOB, cache / "cache", streams=("data", "ci"))
+    with store.writer_lock(target):
+        listing = sync(target, source)
+        stage_new(target, source, listing)
+        build_tables(target, listing)
+    database_build.build_database(target, settings.DEFAULT_BASELINES)
+    return target
+
+
+@dataclass(frozen=True)
+class History:
+    points: pl.DataFrame  # every passed run, series after series in time order, with known_at and codes
+    weeks: pl.DataFrame  # source_file, snapshot_id, committed_at, benchmarked_commit, in time order
+    week_runs: pl.DataFrame  # snapshot_id, run_id
+    steps: pl.DataFrame  # the full history's regressed change points: KERNEL + after_commit
+
+
+def read(warehouse: Path) -> History:
+    import duckdb
+
+    with duckdb.connect(str(warehouse / "warehouse.duckdb"), read_only=True) as con:
+        points = con.sql(POINTS_SQL).pl()
+        weeks = con.sql(WEEKS_SQL).pl()
+        week_runs = con.sql(WEEK_RUNS_SQL).pl()
+        steps = con.sql(STEPS_SQL).pl()
+    points = points.with_columns(
+        pl.struct(SERIES).rank("dense").cast(pl.Int64).sub(1).alias("sid"),
+        pl.struct("kernel", "pass", "metric", "gpu_name", "provider", "backend").rank("dense").cast(pl.Int64).alias("pool"),
+        pl.struct("metric", "gpu_name").rank("dense").cast(pl.Int64).alias("metric_pool"),
+        pl.col("commit").rank("dense").cast(pl.Int64).alias("commit_code"),
+    ).sort("sid", "order", "row_id")
+    return History(points, weeks, week_runs, steps)
+
+
+def noise_of(history: pl.DataFrame) -> pl.DataFrame:
+    """verdict_noise.SCHEMA for every series of `history` (sorted series after series), as the build computes it."""
+    sids, series_of = np.unique(history["sid"].to_numpy(), return_inverse=True)
+    firsts = history.group_by("sid", maintain_order=True).first()
+    found = series_noise.noise_arrays(
+        series_of,
+        np.log(history["value"].to_numpy()),
+        history["commit_code"].to_numpy(),
+        firsts["pool"].to_numpy(),
+        firsts["metric_pool"].to_numpy(),
+    )
+    counts = np.bincount(series_of, minlength=len(sids))
+    own = firsts.select(*SERIES, "kernel", "pass", "metric", "gpu_name").with_columns(
+        pl.Series("n_points", counts, pl.Int64),
+        pl.Series("n_pairs", np.maximum(counts - 1, 0), pl.Int64),
+        pl.Series("noise", found.noise, pl.Float64).fill_nan(None),
+        pl.Series("method", [series_noise.METHODS[m] for m in found.method], pl.String),
+    )
+    return verdict_noise.pooled(own.select(verdict_noise.SCHEMA.names()))
+
+
+def segment_starts(history: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
+    """SERIES, segment_start: the time of the first run after each series' newest change point, found on `history` alone."""
+    rows = []
+    known = {(g, p, b): n for g, p, b, n in noise.select(*SERIES, "noise").iter_rows()}
+    directed = history.filter(pl.col("unit").is_in(judge.LOWER_IS_BETTER))
+    for key, group in directed.group_by(SERIES, maintain_order=True):
+        sigma = known.get(key)
+        values = group["value"].to_numpy()
+        if sigma is None or len(values) < 1 + detection.MIN_AFTER:
+            continue
+        logs = np.log(values)
+        if logs.max() - logs.min() < detection.MIN_SHIFT_NOISES * sigma:
+            continue  # too narrow to hold a step (pipelines.series.tables.candidates)
+        steps = detection.detect(values.tolist(), sigma)
+        if steps:
+            rows.append((*key, group["order"][steps[-1].after]))
+    return pl.DataFrame(rows, schema={**dict.fromkeys(SERIES, pl.String), "segment_start": history.schema["order"]}, orient="row")
+
+
+def simple_rules(history: pl.DataFrame, contender: pl.DataFrame) -> pl.DataFrame:
+    """Per kernel of the contender: z_slower and ten_slower, the two simple rules' kernel verdicts (module)."""
+    recent = history.group_by(SERIES, maintain_order=True).agg(
+        pl.col("value").log().tail(Z_POINTS).mean().alias("mean"),
+        pl.col("value").log().tail(Z_POINTS).std().alias("sd"),
+        pl.col("value").last().alias("previous"),
+    )
+    runs = contender.filter(pl.col("unit").is_in(judge.LOWER_IS_BETTER)).join(recent, on=SERIES)
+    z = (pl.col("value").log() - pl.col("mean")) / pl.col("sd")
+    runs = runs.with_columns(
+        (pl.col("sd").is_not_null() & (pl.col("sd") > 0) & (z > Z_LIMIT)).alias("z_run"),
+        (pl.col("value") > TEN_PERCENT * pl.col("previous")).alias("ten_run"),
+    )
+    return runs.group_by(KERNEL).agg(
+        (pl.col("z_run").sum() * 2 > pl.len()).alias("z_slower"),
+        (pl.col("ten_run").sum() * 2 > pl.len()).alias("ten_slower"),
+    )
+
+
+def week_of(data: History, name: str) -> dict:
+    """The week whose folder is `name` (`benchmarks/<name>/benchmark.csv`)."""
+    (week,) = [w for w in data.weeks.iter_rows(named=True) if w["source_file"].split("/")[-2] == name]
+    return week
+
+
+def week_runs(data: History, week: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the week's runs: the contender; its history: every run first seen before the week, its runs left out)."""
+    runs = data.week_runs.filter(pl.col("snapshot_id") == week["snapshot_id"])["run_id"]
+    contender = data.points.filter(pl.col("run_id").is_in(runs.implode()))
+    history = data.points.filter((pl.col("known_at") < week["committed_at"]) & ~pl.col("run_id").is_in(runs.implode()))
+    return contender, history
+
+
+def judge_history(
+    history: pl.DataFrame, contender: pl.DataFrame, min_effect: float = judge.MIN_EFFECT
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(runs, kernels): the verdict's rules with `history` as the warehouse, computed in memory."""
+    noise = noise_of(history)
+    mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
+    starts = segment_starts(mine, noise)
+    baselines = verdict_noise.with_window(level.levels(mine.select(*SERIES, "value", "commit", "order"), starts), noise)
+    runs = judge.judge_runs(contender.select(*KERNEL, "group_id", "workload_slug", "unit", "value", "run_id"), baselines, min_effect)
+    return runs, judge.judge_kernels(runs, min_effect)
+
+
+def judge_week(data: History, week: dict, min_effect: float) -> dict:
+    """One week judged by the verdict and the two simple rules, with the full history's steps at its commit."""
+    contender, history = week_runs(data, week)
+    _, kernels = judge_history(history, contender, min_effect)
+    mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
+    kernels = kernels.join(simple_rules(mine, contender), on=KERNEL, how="left")
+    commit = week["benchmarked_commit"]
+    real = data.steps.filter(pl.col("after_commit") == commit).select(KERNEL).unique()
+    kernels = kernels.join(real.with_columns(pl.lit(True).alias("real")), on=KERNEL, how="left").with_columns(
+        pl.col("real").fill_null(False), pl.col("z_slower").fill_null(False), pl.col("ten_slower").fill_null(False)
+    )
+    verdict_slower = pl.col("verdict") == "slower"
+    gate_slower = verdict_slower & pl.col("gates")
+    row = {
+        "week": week["source_file"].split("/")[-2],
+        "real": real.height,
+        "real_gate": kernels.filter(pl.col("real") & pl.col("gates")).height,
+    }
+    rules = (
+        ("verdict", verdict_slower),
+        ("gate", gate_slower),
+        ("z", pl.col("z_slower")),
+        ("z_gate", pl.col("z_slower") & pl.col("gates")),
+        ("ten", pl.col("ten_slower")),
+        ("ten_gate", pl.col("ten_slower") & pl.col("gates")),
+    )
+    for name, called in rules:
+        row[f"{name}_alarms"] = kernels.filter(called).height
+        row[f"{name}_false"] = kernels.filter(called & ~pl.col("real")).height
+        row[f"{name}_caught"] = kernels.filter(called & pl.col("real")).height
+    row["inconclusive"] = kernels.filter(pl.col("verdict") == "inconclusive").height
+    row["kernels"] = kernels.height
+    row["false_kernels"] = ", ".join(
+        f"{r['kernel']}/{r['pass']}/{r['provider']}" for r in kernels.filter(gate_slower & ~pl.col("real")).iter_rows(named=True)
+    )
+    return row
+
+
+def measure(data: History, min_effect: float) -> pl.DataFrame:
+    return pl.DataFrame([judge_week(data, week, min_effect) for week in data.weeks.iter_rows(named=True)])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.verdict", description=__doc__.splitlines()[0])
+    parser.add_argument("--bundle", type=Path, default=BUNDLE, help="the upstream bundle (main and gh-pages)")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where the warehouse is built once and reused")
+    parser.add_argument("--min-effect", type=float, default=judge.MIN_EFFECT, help="the verdict's minimum effect (0.05: 5%%)")
+    args = parser.parse_args(argv)
+    if not args.bundle.is_file():
+        raise SystemExit(f"{args.bundle} does not exist: pass --bundle with the upstream bundle (liger-upstream.bundle)")
+    data = read(build(args.bundle, args.cache))
+    rows = measure(data, args.min_effect)
+    print(markdown(rows))
+    print()
+    for row in rows.filter(pl.col("false_kernels") != "").iter_rows(named=True):
+        print(f"{row['week']}: false gate alarms: {row['false_kernels']}")
+    print()
+    print(markdown_totals(rows))
+
+
+RULES = (
+    ("verdict", "verdict, every provider"),
+    ("gate", "verdict, gating"),
+    ("z", "z-score"),
+    ("z_gate", "z-score, gating"),
+    ("ten", "10%"),
+    ("ten_gate", "10%, gating"),
+)
+
+
+def markdown(rows: pl.DataFrame) -> str:
+    """One line per week: real steps (every provider / gating), then per rule kernels called slower / false / caught."""
+    header = ["week", "real steps (gating)", *(f"{title}: slower / false / caught" for _, title in RULES), "inconclusive / kernels"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for r in rows.iter_rows(named=True):
+        cells = [r["week"], f"{r['real']} ({r['real_gate']})"]
+        cells += [f"{r[f'{name}_alarms']} / {r[f'{name}_false']} / {r[f'{name}_caught']}" for name, _ in RULES]
+        cells.append(f"{r['inconclusive']} / {r['kernels']}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_totals(rows: pl.DataFrame) -> str:
+    """False kernel alarms per week and real steps caught, per rule, on the first half (where the rules were
+    chosen), the second half (held out) and all weeks."""
+    half = math.ceil(rows.height / 2)
+    parts = (("first half (tuned on)", rows.head(half)), ("second half (held out)", rows.tail(rows.height - half)), ("all weeks", rows))
+    header = ["weeks", "real steps (gating)", *(f"{title}: false per week / caught" for _, title in RULES)]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for name, part in parts:
+        cells = [f"{name}: {part.height}", f"{int(part['real'].sum())} ({int(part['real_gate'].sum())})"]
+        cells += [f"{part[f'{rule}_false'].sum() / max(part.height, 1):.2f} / {int(part[f'{rule}_caught'].sum())}" for rule, _ in RULES]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
