@@ -36,14 +36,19 @@ LOWER_IS_BETTER = ("ns", "bytes")
 SERIES = ["group_id", "provider", "backend"]
 
 
-def judge_runs(contender: pl.DataFrame, baselines: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
+def judge_runs(
+    contender: pl.DataFrame, baselines: pl.DataFrame, noise: pl.DataFrame | None = None, *, min_effect: float | None = None
+) -> pl.DataFrame:
     """Contender runs with the baseline's columns, noise, noise_method, ratio, outside, spread and verdict.
 
     `baselines` (baseline_value, baseline_low, baseline_high, baseline_points) and `noise` are per series
     (group_id, provider, backend); a run without a baseline (or of a metric with no known direction) gets
-    `no baseline`, one whose series has no noise estimate `same`."""
+    `no baseline`, one whose series has no noise estimate `same`. Without `noise`, `baselines` carries each
+    series' `noise` and `noise_method` itself; with `min_effect`, `contract_runs` applies the shared contract."""
     frame = contender.join(baselines, on=SERIES, how="left", maintain_order="left")
-    frame = frame.join(noise.select(*SERIES, "noise", pl.col("method").alias("noise_method")), on=SERIES, how="left", maintain_order="left")
+    if noise is not None:
+        noise = noise.select(*SERIES, "noise", pl.col("method").alias("noise_method"))
+        frame = frame.join(noise, on=SERIES, how="left", maintain_order="left")
     judged = pl.col("baseline_value").is_not_null() & pl.col("unit").is_in(LOWER_IS_BETTER) & (pl.col("value") > 0)
     slow_side = (pl.col("baseline_high") / pl.col("value")).log()  # below 0: slower than the slowest recent run
     fast_side = (pl.col("baseline_low") / pl.col("value")).log()  # above 0: faster than the fastest recent run
@@ -64,7 +69,8 @@ def judge_runs(contender: pl.DataFrame, baselines: pl.DataFrame, noise: pl.DataF
         .then(pl.lit("faster"))
         .otherwise(pl.lit("same"))
     )
-    return frame.with_columns(verdict.alias("verdict"))
+    frame = frame.with_columns(verdict.alias("verdict"))
+    return frame if min_effect is None else contract_runs(frame, min_effect)
 
 
 def sign_test_p(more: int, fewer: int) -> float:
@@ -148,3 +154,87 @@ KERNELS = pl.Schema(
         "verdict": pl.String,
     }
 )
+
+
+# The shared contract of issue 28 (verdict words, `reason`, `min_detectable`, `launch_bound`, a minimum effect,
+# exit 3), the least of it, kept apart so that the rewrite of the rules above can replace it whole.
+MIN_EFFECT = 0.05
+CONTRACT_VERDICTS = ("slower", "faster", "same", "inconclusive", "no baseline")
+EXIT_CODES = {"slower": 1, "faster": 0, "same": 0, "inconclusive": 3, "no baseline": 3}
+
+
+def contract_runs(runs: pl.DataFrame, min_effect: float = MIN_EFFECT) -> pl.DataFrame:
+    """Runs judged by `judge_runs`, with `reason` and `min_detectable` (the smallest relative change the run
+    could show: RUN_Z spreads, never below `min_effect`): a run the `launch_bound` column marks, or whose noise
+    is unknown, is `inconclusive`; a `slower` or `faster` run that moved less than `min_effect` is `same`."""
+    if "launch_bound" not in runs.columns:
+        runs = runs.with_columns(pl.lit(False).alias("launch_bound"))
+    if "reason" not in runs.columns:
+        runs = runs.with_columns(pl.lit(None, pl.String).alias("reason"))
+    detectable = pl.max_horizontal((RUN_Z * pl.col("spread")).exp() - 1, pl.lit(min_effect))
+    judged = pl.col("verdict").is_in(["slower", "faster", "same"])
+    small = (pl.col("ratio").log().abs() < math.log(1 + min_effect)) & pl.col("verdict").is_in(["slower", "faster"])
+    return runs.with_columns(
+        pl.when(judged).then(detectable).alias("min_detectable"),
+        pl.when(judged & pl.col("launch_bound").fill_null(False))
+        .then(pl.lit("inconclusive"))
+        .when(judged & pl.col("spread").is_null())
+        .then(pl.lit("inconclusive"))
+        .when(small)
+        .then(pl.lit("same"))
+        .otherwise(pl.col("verdict"))
+        .alias("verdict"),
+        pl.when(pl.col("reason").is_not_null())
+        .then(pl.col("reason"))
+        .when(judged & pl.col("launch_bound").fill_null(False))
+        .then(pl.lit("launch-bound: its time does not grow with its work"))
+        .when(judged & pl.col("spread").is_null())
+        .then(pl.lit("unknown noise"))
+        .when(pl.col("verdict") == "no baseline")
+        .then(pl.lit("no comparable run in the baseline"))
+        .alias("reason"),
+    )
+
+
+def contract_kernels(kernels: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """Kernels of `judge_kernels` over contract runs: `inconclusive` (with the commonest reason) where none of its
+    runs was judged but some were inconclusive, `slower` where a run failed in the contender that passed in
+    the baseline; `min_detectable` is the median of its judged runs'."""
+    per = runs.group_by(KERNEL_KEY).agg(
+        (pl.col("verdict") == "inconclusive").sum().alias("inconclusive"),
+        pl.col("verdict").is_in(["slower", "faster", "same"]).sum().alias("_judged"),
+        (pl.col("reason") == FAILED).sum().alias("_failed"),
+        pl.col("min_detectable").filter(pl.col("verdict").is_in(["slower", "faster", "same"])).median().alias("min_detectable"),
+        pl.col("reason").filter(pl.col("verdict") == "inconclusive").str.replace(r" \(.*\)$", "").mode().first().alias("_reason"),
+    )
+    frame = kernels.drop("inconclusive", "min_detectable", "reason", strict=False).join(
+        per, on=KERNEL_KEY, how="left", maintain_order="left", nulls_equal=True
+    )
+    verdict = (
+        pl.when(pl.col("_failed") > 0)
+        .then(pl.lit("slower"))
+        .when((pl.col("_judged") == 0) & (pl.col("inconclusive") > 0))
+        .then(pl.lit("inconclusive"))
+        .otherwise(pl.col("verdict"))
+    )
+    reason = (
+        pl.when(pl.col("_failed") > 0)
+        .then(pl.format("{} run(s) {}", pl.col("_failed"), pl.lit(FAILED)))
+        .when((pl.col("_judged") == 0) & (pl.col("inconclusive") > 0))
+        .then(pl.col("_reason"))
+        .when(pl.col("verdict") == "no baseline")
+        .then(pl.lit("no comparable run in the baseline"))
+    )
+    frame = frame.with_columns(verdict.alias("verdict"), reason.alias("reason")).drop("_judged", "_failed", "_reason")
+    order = pl.col("verdict").replace_strict({v: i for i, v in enumerate(CONTRACT_VERDICTS)}, return_dtype=pl.Int8)
+    return frame.sort(order, *KERNEL_KEY)
+
+
+FAILED = "failed in the contender"
+
+
+def overall(kernels: pl.DataFrame) -> str:
+    """The verdict of a whole contender: `slower` when any kernel is, else `faster`, `same`, else `inconclusive`
+    when something could not be judged, else `no baseline`."""
+    found = set(kernels["verdict"].to_list())
+    return next((word for word in CONTRACT_VERDICTS if word in found), "no baseline")

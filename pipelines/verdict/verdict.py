@@ -11,6 +11,8 @@ from pipelines.core import sql_files
 from pipelines.duck import db
 from pipelines.verdict import judge, noise
 from pipelines.verdict.contender import Contender, read_contender
+from pipelines.verdict.holds import history_holds
+from pipelines.verdict.launch_bound import launch_bound
 
 # A run's baseline: its series' latest BASELINE_POINTS passed runs (their median, their range).
 BASELINE_POINTS = 3
@@ -43,19 +45,19 @@ class Verdict:
     noise_source: str  # where the series' noise comes from: the statistic `series_noise`
     # (gpu_name, backend) pairs holding history of the contender's kernels.
     history: list[tuple[str, str]] = field(default_factory=list)
+    # What the history holds of the contender's kernels on its GPUs (pairwise.history_holds), for `no baseline` lines.
+    holds: pl.DataFrame | None = None
+    min_effect: float = judge.MIN_EFFECT
 
     @property
     def verdict(self) -> str:
-        """`slower` when any kernel is, else `faster` when any is, else `same`, or `no baseline` for nothing judged."""
-        found = set(self.kernels["verdict"].to_list())
-        for word in ("slower", "faster", "same"):
-            if word in found:
-                return word
-        return "no baseline"
+        """`slower` when any kernel is, else `faster`, `same`, `inconclusive`, or `no baseline` (judge.overall)."""
+        return judge.overall(self.kernels)
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.verdict == "slower" else 0
+        """0 judged and no kernel slower, 1 some kernel slower, 3 nothing could be judged (judge.EXIT_CODES)."""
+        return judge.EXIT_CODES[self.verdict]
 
     def messages(self) -> list[str]:
         """What a reader must know beside the tables: GPUs with no history, rows left out."""
@@ -82,7 +84,9 @@ class Verdict:
         return lines
 
 
-def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, backend: str | None = None) -> Verdict:
+def judge_contender(
+    warehouse_dir: Path, csv: Path, gpu: str | None = None, backend: str | None = None, min_effect: float = judge.MIN_EFFECT
+) -> Verdict:
     """Read the contender, then judge it in one read-only session of warehouse.duckdb (nothing is written)."""
     contender = read_contender(Path(csv), backend=backend, gpu=gpu)
     with db.session(Path(warehouse_dir)) as session:
@@ -92,14 +96,20 @@ def judge_contender(warehouse_dir: Path, csv: Path, gpu: str | None = None, back
         baselines = _frame(session.query(sql_files.text("verdict/baselines"), {"points": BASELINE_POINTS}))
         noise_frame = noise.series_noise(session)
         history = session.query(sql_files.text("verdict/history")).rows
-    runs = judge.judge_runs(contender.runs, _typed(baselines), noise_frame).rename({"value": "contender_value"})
+        holds = history_holds(session)
+    own = contender.runs.with_columns(launch_bound(contender.runs))
+    runs = judge.judge_runs(own, _typed(baselines), noise_frame, min_effect=min_effect).rename({"value": "contender_value"})
+    judged = pl.col("verdict").is_in(["slower", "faster", "same"])
+    kernels = judge.judge_kernels(runs.with_columns(pl.when(judged).then(pl.col("ratio")).alias("ratio")))
     return Verdict(
         contender=contender,
         warehouse_dir=Path(warehouse_dir),
         runs=runs,
-        kernels=judge.judge_kernels(runs),
+        kernels=judge.contract_kernels(kernels, runs),
         noise_source="series_noise",
         history=[(gpu, backend) for gpu, backend in history],
+        holds=holds,
+        min_effect=min_effect,
     )
 
 
