@@ -120,9 +120,10 @@ def test_a_provider_made_slower_at_every_shape_fails(capsys, warehouse: Path, tm
     code, markdown, _ = verdict(capsys, warehouse, write_contender(tmp_path, slower), "--format", "markdown")
     assert code == 1
     assert markdown.startswith("### Benchmark verdict: SLOWER")
-    slower_runs, folded = markdown.index("#### Slower runs (6)"), markdown.index("<details>")
-    assert slower_runs < folded  # the slower runs listed first, the rest folded
-    assert "The other 6 runs" in markdown[folded:] and "| same | rms_norm" in markdown[folded:]
+    slower_kernels, folded = markdown.index("1 slower kernel(s)"), markdown.index("<details>")
+    assert slower_kernels < folded  # the slower kernels listed first, their runs and the rest folded
+    assert "<summary>Slower runs (6)</summary>" in markdown[folded:]
+    assert "| `rms_norm` | `forward` | `speed` | `torch` | same |" in markdown[folded:]
 
     code, text, _ = verdict(capsys, warehouse, write_contender(tmp_path, slower))
     assert code == 1 and text.startswith("SLOWER") and "Slower runs (6):" in text
@@ -147,7 +148,7 @@ def test_one_slower_shape_does_not_fail_the_kernel(capsys, warehouse: Path, tmp_
 def test_a_gpu_without_history_gets_no_baseline_and_names_the_gpus_that_have_it(capsys, warehouse: Path, tmp_path: Path) -> None:
     path = write_contender(tmp_path, contender_values({("liger", s): 3.0 for s in SHAPES}), gpu=OTHER_GPU)
     code, document = as_json(capsys, warehouse, path)
-    assert code == 0  # nothing judged is nothing slower
+    assert code == 3  # nothing judged: no pass, no failure
     assert {run["verdict"] for run in document["runs"]} == {"no baseline"}
     assert {k["verdict"] for k in document["kernels"]} == {"no baseline"}
     assert all(run["baseline_value"] is None and run["ratio"] is None for run in document["runs"])
@@ -173,7 +174,7 @@ def test_gpu_filters_the_contenders_runs(capsys, warehouse: Path, tmp_path: Path
 def test_the_backend_comes_from_the_file_name_unless_given(capsys, warehouse: Path, tmp_path: Path) -> None:
     path = write_contender(tmp_path, contender_values(), name="all_benchmark_data_cutile.csv")
     code, document = as_json(capsys, warehouse, path)
-    assert code == 0
+    assert code == 3
     assert {run["backend"] for run in document["runs"]} == {"cutile"}
     assert {run["verdict"] for run in document["runs"]} == {"no baseline"}
     assert any("'cutile'" in m and "--backend" in m for m in document["messages"])
@@ -294,7 +295,7 @@ def test_verdict_job_logs_and_records_the_markdown(warehouse: Path, tmp_path: Pa
         assert metadata["slower_kernels"].value == 1
         assert metadata["markdown"].value.startswith("### Benchmark verdict: SLOWER")
         logs = instance.all_logs(result.run_id)
-        assert any("#### Slower runs" in (e.user_message or "") for e in logs)
+        assert any("<summary>Slower runs" in (e.user_message or "") for e in logs)
         failed = verdict_job.execute_in_process(
             run_config={"ops": {"judge_contender_csv": {"config": {"csv": str(tmp_path / "missing.csv")}}}},
             resources={"warehouse": resource},
