@@ -7,8 +7,10 @@ one run (a standard deviation of ln(value)) is the largest of what is known of i
 
 - `baselines`: the spread of the baseline runs of that series, with two or more baseline files;
 - `pair`: this machine's spread between the files, 1.4826 x the median absolute deviation of ln(contender /
-  baseline) over every speed point of the GPU that is not launch-bound, / sqrt(2) (the difference of two runs);
-  robust, so a kernel made slower at every size does not widen it; it needs PAIR_POINTS points;
+  baseline) over the baseline providers' points (torch, huggingface: code a Liger branch does not change) of the
+  GPU and unit that are not launch-bound, / sqrt(2) (the difference of two runs); over every provider's points
+  where the baseline providers have fewer than PAIR_POINTS. Robust, and blind to what the branch changed: a
+  branch that made every liger kernel slower does not widen it;
 - `series_noise` or `pooled`: the warehouse's noise of that series, where a warehouse is at hand (optional);
 - `band`: the runs' own p20-p80 (a normal's p20-p80 is 1.683 standard deviations), which only sees the
   repeats inside one run, never two boots of a machine: it is a floor, never the noise alone.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.core.settings import DEFAULT_BASELINES
 from pipelines.duck import db
 from pipelines.verdict import judge, noise
 from pipelines.verdict.contender import Contender, read_contender
@@ -156,7 +159,12 @@ def _band(p20: str, p80: str) -> pl.Expr:
     return pl.when((pl.col(p20) > 0) & (pl.col(p80) >= pl.col(p20))).then((pl.col(p80) / pl.col(p20)).log() / BAND_SDS)
 
 
-def baseline_frame(contender: Contender, bases: Sequence[Contender], warehouse_noise: pl.DataFrame | None = None) -> pl.DataFrame:
+def baseline_frame(
+    contender: Contender,
+    bases: Sequence[Contender],
+    warehouse_noise: pl.DataFrame | None = None,
+    reference: Sequence[str] = DEFAULT_BASELINES,
+) -> pl.DataFrame:
     """Per series of the baseline files: judge's baseline columns (baseline_value, baseline_low, baseline_high,
     baseline_points, noise, noise_method), the baseline sweep's `work_share`, and `pair_noise` (module docstring)."""
     runs = pl.concat([b.runs.with_columns(work_share(b.runs).alias("work_share")) for b in bases], how="vertical_relaxed")
@@ -181,10 +189,15 @@ def baseline_frame(contender: Contender, bases: Sequence[Contender], warehouse_n
         & (pl.col("base_share").fill_null(1.0) >= WORK_SHARE)
         & (pl.col("own_share").fill_null(1.0) >= WORK_SHARE)
     )
-    deviation = (pl.col("_d") - pl.col("_d").filter(usable).median().over("_gpu", "_unit")).abs()
+    place = ["_gpu", "_unit"]
+    unchanged = usable & pl.col("provider").is_in(list(reference))
     frame = frame.with_columns(
-        pl.when(usable.sum().over("_gpu", "_unit") >= PAIR_POINTS)
-        .then(MAD_SD * deviation.filter(usable).median().over("_gpu", "_unit") / math.sqrt(2))
+        pl.when(unchanged.sum().over(place) >= PAIR_POINTS).then(unchanged).otherwise(usable).alias("_usable"),
+    )
+    deviation = (pl.col("_d") - pl.col("_d").filter("_usable").median().over(place)).abs()
+    frame = frame.with_columns(
+        pl.when(pl.col("_usable").sum().over(place) >= PAIR_POINTS)
+        .then(MAD_SD * deviation.filter("_usable").median().over(place) / math.sqrt(2))
         .alias("pair_noise")
     )
     if warehouse_noise is not None and warehouse_noise.height:
