@@ -103,7 +103,7 @@ def test_liger_tvd_made_30_percent_slower_fails_on_tvd_only(capsys, runs: tuple[
     for k in slower:
         assert k["geomean_ratio"] == pytest.approx(1 / 1.3, rel=0.03)
     assert document["headline"].startswith("SLOWER (exit 1): 3 of ")
-    assert "liger tvd" in document["headline"] and "NVIDIA H200" in document["headline"] and "1.30x slower" in document["headline"]
+    assert "liger tvd speed on NVIDIA H200 (triton): " in document["headline"] and "full 1.30x slower" in document["headline"]
 
     code, text = judge(capsys, contender, run2, fmt="text")
     assert code == 1 and text.splitlines()[0].startswith("SLOWER (exit 1)")
@@ -120,6 +120,20 @@ def test_liger_tvd_made_30_percent_slower_fails_on_tvd_only(capsys, runs: tuple[
     rows = [line for line in markdown.splitlines() if line.startswith("| `")]
     assert rows and all("H200" not in row and "triton" not in row for row in rows)
     assert all(row.count(" | ") == 5 for row in rows if "\\|" not in row)
+
+
+def test_liger_cross_entropy_made_30_percent_slower_fails_on_cross_entropy_only(capsys, runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """cross_entropy's liger speed moves 4-20% between two boots of the same code at its small sizes (run2 against
+    run1: each pass 1-9% slower); made 30% slower at every size, each of its four passes is slower."""
+    run1, run2 = runs
+    contender = slowed(run1, tmp_path / "benchmark_pr1234.csv", "cross_entropy", 1.3)
+    code, out = judge(capsys, contender, run2)
+    document = json.loads(out)
+    assert code == 1
+    slower = [k for k in document["kernels"] if k["verdict"] == "slower"]
+    assert {(k["kernel"], k["provider"], k["metric"], k["backend"]) for k in slower} == {("cross_entropy", "liger", "speed", "triton")}
+    assert {k["pass"] for k in slower} == {"forward", "backward", "full", "no-grad-forward"}
+    assert all(1 / 1.35 < k["geomean_ratio"] < 1 / 1.15 for k in slower)
 
 
 def test_several_baseline_runs_make_their_spread_part_of_the_noise(capsys, runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -196,11 +196,19 @@ def contract_runs(runs: pl.DataFrame, min_effect: float = MIN_EFFECT) -> pl.Data
     )
 
 
-def contract_kernels(kernels: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+def contract_kernels(kernels: pl.DataFrame, runs: pl.DataFrame, min_effect: float = MIN_EFFECT) -> pl.DataFrame:
     """Kernels of `judge_kernels` over contract runs: `inconclusive` (with the commonest reason) where none of its
     runs was judged but some were inconclusive, `slower` where a run failed in the contender that passed in
-    the baseline; `min_detectable` is the median of its judged runs'."""
+    the baseline; `min_detectable` is the median of its judged runs'. A kernel of fewer than SIGN_TEST_RUNS
+    judged runs (a sweep of four sizes) is also `slower` when every one of them is slower by at least
+    `min_effect` and their geomean by more than its `min_detectable` (`faster` the other way): each run need not
+    leave its own noise, since a sweep's sizes share the machine's state and a kernel moved at every size is
+    what a regression looks like; one size that moved less than the minimum effect keeps it `same`."""
+    runs = runs.with_columns(pl.col("ratio").log().alias("_log"))
+    judged_run = pl.col("verdict").is_in(["slower", "faster", "same"])
     per = runs.group_by(KERNEL_KEY).agg(
+        (pl.col("_log").filter(judged_run) < -math.log(1 + min_effect)).all().alias("_all_slower"),
+        (pl.col("_log").filter(judged_run) > math.log(1 + min_effect)).all().alias("_all_faster"),
         (pl.col("verdict") == "inconclusive").sum().alias("inconclusive"),
         pl.col("verdict").is_in(["slower", "faster", "same"]).sum().alias("_judged"),
         (pl.col("reason") == FAILED).sum().alias("_failed"),
@@ -210,11 +218,17 @@ def contract_kernels(kernels: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     frame = kernels.drop("inconclusive", "min_detectable", "reason", strict=False).join(
         per, on=KERNEL_KEY, how="left", maintain_order="left", nulls_equal=True
     )
+    few = (pl.col("_judged") > 0) & (pl.col("_judged") < SIGN_TEST_RUNS) & (pl.col("verdict") == "same")
+    beyond = pl.col("geomean_ratio").log().abs() > (1 + pl.col("min_detectable")).log()
     verdict = (
         pl.when(pl.col("_failed") > 0)
         .then(pl.lit("slower"))
         .when((pl.col("_judged") == 0) & (pl.col("inconclusive") > 0))
         .then(pl.lit("inconclusive"))
+        .when(few & beyond & pl.col("_all_slower") & (pl.col("geomean_ratio") < 1))
+        .then(pl.lit("slower"))
+        .when(few & beyond & pl.col("_all_faster") & (pl.col("geomean_ratio") > 1))
+        .then(pl.lit("faster"))
         .otherwise(pl.col("verdict"))
     )
     reason = (
@@ -225,7 +239,8 @@ def contract_kernels(kernels: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("verdict") == "no baseline")
         .then(pl.lit("no comparable run in the baseline"))
     )
-    frame = frame.with_columns(verdict.alias("verdict"), reason.alias("reason")).drop("_judged", "_failed", "_reason")
+    frame = frame.with_columns(verdict.alias("verdict"), reason.alias("reason"))
+    frame = frame.drop("_judged", "_failed", "_reason", "_all_slower", "_all_faster")
     order = pl.col("verdict").replace_strict({v: i for i, v in enumerate(CONTRACT_VERDICTS)}, return_dtype=pl.Int8)
     return frame.sort(order, *KERNEL_KEY)
 

@@ -289,7 +289,7 @@ def kernels_of(runs: pl.DataFrame, min_effect: float) -> pl.DataFrame:
     judged = pl.col("verdict").is_in(["slower", "faster", "same"])
     basis = runs.with_columns(pl.when(judged & (pl.col("reason") != judge.FAILED).fill_null(True)).then(pl.col("ratio")).alias("ratio"))
     kernels = judge.judge_kernels(basis)
-    kernels = judge.contract_kernels(kernels, runs)
+    kernels = judge.contract_kernels(kernels, runs, min_effect)
     small = pl.col("geomean_ratio").log().abs() < math.log(1 + min_effect)
     demote = pl.col("verdict").is_in(["slower", "faster"]) & small.fill_null(False) & pl.col("reason").is_null()
     return kernels.with_columns(pl.when(demote).then(pl.lit("same")).otherwise(pl.col("verdict")).alias("verdict"))

@@ -105,7 +105,7 @@ def judge_contender(
         contender=contender,
         warehouse_dir=Path(warehouse_dir),
         runs=runs,
-        kernels=judge.contract_kernels(kernels, runs),
+        kernels=judge.contract_kernels(kernels, runs, min_effect),
         noise_source="series_noise",
         history=[(gpu, backend) for gpu, backend in history],
         holds=holds,
