@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
 import pytest
-from conftest import SHARED, require_real
+from conftest import SHARED, build_warehouse, require_real
 
 from pipelines.__main__ import main
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.verdict.jobs import verdict_job
+from pipelines.duck import database_build
 from pipelines.verdict.contender import read_contender
 from pipelines.verdict.launch_bound import launch_bound, work_share
 from pipelines.verdict.scoreboard import scoreboard
@@ -237,3 +239,40 @@ def test_the_scoreboard_of_one_run(runs: tuple[Path, Path]) -> None:
     rms = board.filter((pl.col("kernel") == "rms_norm") & (pl.col("metric") == "speed"))
     assert set(rms["baseline_provider"]) == {"huggingface"}  # the first of LIGER_BASELINES a kernel has
     assert not board.filter(pl.col("provider").is_in(["torch", "huggingface"])).height
+
+
+@pytest.fixture(scope="module")
+def upstream_warehouse(upstream_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """warehouse.duckdb built from both streams of the upstream bundle (its H200 history: CI runs of 2025)."""
+    root = tmp_path_factory.mktemp("verdict-h200")
+    warehouse = build_warehouse(root / "warehouse", str(upstream_bundle), root / "cache", streams=("data", "ci"))
+    database_build.build_database(warehouse, ("huggingface", "torch"))
+    return warehouse
+
+
+@pytest.mark.slow
+def test_a_contributors_run_against_the_warehouse_judges_nothing_and_says_why(
+    capsys, runs: tuple[Path, Path], upstream_warehouse: Path
+) -> None:
+    """Today's scripts sweep other workloads than the H200 history holds: nothing pairs, exit 3, never a pass."""
+    run1 = runs[0]
+    code = main(["verdict", str(run1), "--warehouse-dir", str(upstream_warehouse)])
+    text = capsys.readouterr().out
+    assert code == 3
+    first = text.splitlines()[0]
+    assert first.startswith("NOTHING JUDGED (exit 3): none of ") and "no baseline" in first
+    # The contender's own scoreboard still says how liger stands against torch in this run.
+    assert "Scoreboard of the contender's own run" in text
+    assert re.search(r"tvd\s+forward\s+speed\s+liger\s+torch\s+2\.\d\dx faster", text)
+    # The history's H200 workloads are named, with their newest date and version.
+    holds = [line for line in text.splitlines() if line.startswith("no baseline for ") and "on NVIDIA H200: the history holds" in line]
+    held = [line for line in holds if "other workload(s)" in line]
+    assert held and all("newest 2025-" in line and "version " in line for line in held)
+    assert any(line.startswith("no baseline for cross_entropy on NVIDIA H200: the history holds 6 other workload(s)") for line in held)
+    assert "no baseline for embedding on NVIDIA H200: the history holds no run of it on that GPU" in holds
+
+    code = main(["verdict", str(run1), "--warehouse-dir", str(upstream_warehouse), "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 3 and document["exit_code"] == 3
+    assert {k["verdict"] for k in document["kernels"]} == {"no baseline"}
+    assert document["scoreboard"] and document["history_holds"]
