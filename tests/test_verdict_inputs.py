@@ -191,3 +191,22 @@ def test_conflicting_rows_are_named_and_never_decide_by_their_order(capsys, tmp_
         assert forward == []  # the conflicting run is left out, not judged by whichever row came first
     else:
         assert [r["verdict"] for r in forward] == ["no baseline"]
+
+
+def test_one_baseline_run_and_too_few_points_is_unknown_noise_not_same(capsys, tmp_path: Path) -> None:
+    """One provider's four sizes against one baseline run: no second run, no pair of machines to measure, no
+    warehouse: the noise is unknown, every run `inconclusive`, exit 3 (never a pass)."""
+    only = [line for line in run_rows("2026-12-01", seed=1) if ",liger,forward," in line]
+    base = write(tmp_path / "main", "benchmark.csv", only)
+    contender = write(tmp_path / "branch", "benchmark.csv", [line for line in run_rows("2026-12-02") if ",liger,forward," in line])
+    code, document = judge_json(capsys, contender, base)
+    assert code == 3
+    assert {(r["verdict"], r["reason"]) for r in document["runs"]} == {("inconclusive", "unknown noise")}
+    assert document["headline"].startswith("NOTHING JUDGED (exit 3)") and "unknown noise" in document["headline"]
+
+
+def test_a_missing_baseline_file_is_bad_input(capsys, tmp_path: Path, baseline: Path) -> None:
+    contender = write(tmp_path / "branch", "benchmark.csv", run_rows("2026-12-02"))
+    code = main(["verdict", str(contender), "--baseline", str(tmp_path / "nowhere.csv"), "--warehouse-dir", "/nonexistent/warehouse"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and "nowhere.csv: no such file" in err

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -62,7 +62,6 @@ class PairVerdict:
     holds: pl.DataFrame | None = None
     noise_source: str = "baseline files"
     warehouse_dir: Path | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
