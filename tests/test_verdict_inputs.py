@@ -154,6 +154,8 @@ def test_a_run_that_failed_in_the_baseline_has_no_baseline(capsys, tmp_path: Pat
     assert code == 0
     forward = [k for k in document["kernels"] if (k["pass"], k["provider"]) == ("forward", "liger")]
     assert [k["verdict"] for k in forward] == ["no baseline"]
+    runs = [r for r in document["runs"] if (r["pass"], r["provider"]) == ("forward", "liger")]
+    assert {r["reason"] for r in runs} == {"failed in the baseline"}
 
 
 def _conflicted(lines: list[str], first: bool) -> list[str]:

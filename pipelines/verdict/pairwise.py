@@ -44,7 +44,6 @@ BAND_SDS = 1.683  # p80 - p20 of a normal, in standard deviations
 MAD_SD = 1.4826  # a normal's standard deviation per median absolute deviation
 # The baseline's own sweep clearly bound by its work: a contender flat there is the change to judge, not overhead.
 WORK_BOUND = 0.8
-NOISE_ORDER = ("baselines", "pair", "series_noise", "pooled", "band")
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ class PairVerdict:
     kernels: pl.DataFrame  # judge.KERNELS with inconclusive, reason, min_detectable
     scoreboard: pl.DataFrame  # scoreboard.SCHEMA of the contender's own runs
     min_effect: float
-    pair_noise: float | None  # the pair's noise of one run on the GPU (the median over GPUs with several)
+    pair_noise: float | None  # the pair's noise of one speed run (the median over GPUs with several)
     warehouse_note: str | None = None  # why the warehouse's noise was not used, when it was looked for
     holds: pl.DataFrame | None = None
     noise_source: str = "baseline files"
@@ -121,7 +120,8 @@ def judge_pair(
     warehouse_noise, holds, note = _from_warehouse(warehouse_dir, contender)
     frame = baseline_frame(contender, bases, warehouse_noise)
     runs = judge_with(contender, frame, bases, min_effect)
-    pair = frame["pair_noise"].drop_nulls().median() if frame.height else None
+    speed = frame.filter(pl.col("_unit") == "ns") if frame.height else frame
+    pair = speed["pair_noise"].drop_nulls().median() if speed.height else None
     return PairVerdict(
         contender=contender,
         baselines=bases,
@@ -223,6 +223,7 @@ def baseline_frame(
     )
     return frame.select(
         *SERIES,
+        "_unit",
         "baseline_value",
         "baseline_low",
         "baseline_high",
@@ -258,16 +259,20 @@ def judge_with(contender: Contender, frame: pl.DataFrame, bases: Sequence[Conten
     )
     runs = contender.runs.with_columns(bound, own_share.alias("_own"), base_share["base_share"].alias("_base"))
     runs = runs.with_columns(reason).drop("_own", "_base")
-    judged = judge.judge_runs(runs, frame.drop("base_share", "pair_noise"), min_effect=min_effect)
+    judged = judge.judge_runs(runs, frame.drop("base_share", "pair_noise", "_unit"), min_effect=min_effect)
+    failed_there = pl.concat([b.failed_runs.select(SERIES) for b in bases]).unique()
+    judged = judged.join(failed_there.with_columns(pl.lit(True).alias("_failed_there")), on=SERIES, how="left", maintain_order="left")
     judged = judged.with_columns(
         pl.when(pl.col("verdict") == "inconclusive")
         .then(pl.col("reason"))
+        .when((pl.col("verdict") == "no baseline") & pl.col("baseline_value").is_null() & pl.col("_failed_there").fill_null(False))
+        .then(pl.lit("failed in the baseline"))
         .when((pl.col("verdict") == "no baseline") & pl.col("baseline_value").is_null())
         .then(pl.lit("no run of this series in the baseline"))
         .when(pl.col("verdict") == "no baseline")
         .then(pl.lit("no direction known for this metric"))
         .alias("reason")
-    )
+    ).drop("_failed_there")
     judged = judged.with_columns(
         pl.when(pl.col("verdict") == "inconclusive")
         .then(pl.col("reason").fill_null("unknown noise"))
