@@ -191,7 +191,7 @@ def contract_runs(runs: pl.DataFrame, min_effect: float = MIN_EFFECT) -> pl.Data
         .when(judged & pl.col("spread").is_null())
         .then(pl.lit("unknown noise"))
         .when(pl.col("verdict") == "no baseline")
-        .then(pl.lit("no comparable run in the baseline"))
+        .then(pl.lit("no run of the same workload, GPU, provider and backend in the history"))
         .alias("reason"),
     )
 
@@ -214,6 +214,7 @@ def contract_kernels(kernels: pl.DataFrame, runs: pl.DataFrame, min_effect: floa
         (pl.col("reason") == FAILED).sum().alias("_failed"),
         pl.col("min_detectable").filter(pl.col("verdict").is_in(["slower", "faster", "same"])).median().alias("min_detectable"),
         pl.col("reason").filter(pl.col("verdict") == "inconclusive").str.replace(r" \(.*\)$", "").mode().first().alias("_reason"),
+        pl.col("reason").filter(pl.col("verdict") == "no baseline").mode().first().alias("_no_baseline"),
     )
     frame = kernels.drop("inconclusive", "min_detectable", "reason", strict=False).join(
         per, on=KERNEL_KEY, how="left", maintain_order="left", nulls_equal=True
@@ -237,10 +238,10 @@ def contract_kernels(kernels: pl.DataFrame, runs: pl.DataFrame, min_effect: floa
         .when((pl.col("_judged") == 0) & (pl.col("inconclusive") > 0))
         .then(pl.col("_reason"))
         .when(pl.col("verdict") == "no baseline")
-        .then(pl.lit("no comparable run in the baseline"))
+        .then(pl.col("_no_baseline").fill_null("no comparable run"))
     )
     frame = frame.with_columns(verdict.alias("verdict"), reason.alias("reason"))
-    frame = frame.drop("_judged", "_failed", "_reason", "_all_slower", "_all_faster")
+    frame = frame.drop("_judged", "_failed", "_reason", "_no_baseline", "_all_slower", "_all_faster")
     order = pl.col("verdict").replace_strict({v: i for i, v in enumerate(CONTRACT_VERDICTS)}, return_dtype=pl.Int8)
     return frame.sort(order, *KERNEL_KEY)
 
