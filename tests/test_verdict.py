@@ -121,9 +121,10 @@ def test_a_provider_made_slower_at_every_shape_fails(capsys, warehouse: Path, tm
     code, markdown, _ = verdict(capsys, warehouse, write_contender(tmp_path, slower), "--format", "markdown")
     assert code == 1
     assert markdown.startswith("### Benchmark verdict: SLOWER")
-    slower_runs, folded = markdown.index("#### Slower runs (6)"), markdown.index("<details>")
-    assert slower_runs < folded  # the slower runs listed first, the rest folded
-    assert "The other 6 runs" in markdown[folded:] and "| same | rms_norm" in markdown[folded:]
+    slower_kernels, folded = markdown.index("1 slower kernel(s)"), markdown.index("<details>")
+    assert slower_kernels < folded  # the slower kernels listed first, their runs and the rest folded
+    assert "<summary>Slower runs (6)</summary>" in markdown[folded:]
+    assert "| `rms_norm` | `forward` | `speed` | `torch` | same |" in markdown[folded:]
 
     code, text, _ = verdict(capsys, warehouse, write_contender(tmp_path, slower))
     assert code == 1 and text.startswith("SLOWER") and "Slower runs (6):" in text
@@ -303,7 +304,7 @@ def test_verdict_job_logs_and_records_the_markdown(warehouse: Path, tmp_path: Pa
         assert metadata["slower_kernels"].value == 1
         assert metadata["markdown"].value.startswith("### Benchmark verdict: SLOWER")
         logs = instance.all_logs(result.run_id)
-        assert any("#### Slower runs" in (e.user_message or "") for e in logs)
+        assert any("<summary>Slower runs" in (e.user_message or "") for e in logs)
         failed = verdict_job.execute_in_process(
             run_config={"ops": {"judge_contender_csv": {"config": {"csv": str(tmp_path / "missing.csv")}}}},
             resources={"warehouse": resource},

@@ -175,7 +175,7 @@ def test_unknown_noise_is_inconclusive_never_same_and_exits_3(capsys, tmp_path_f
     assert {k["verdict"] for k in document["kernels"]} == {"inconclusive"}
     assert all(k["reason"].startswith("noise unknown") for k in document["kernels"])
     assert {r["verdict"] for r in document["runs"]} == {"inconclusive"} and {r["noise_method"] for r in document["runs"]} == {"short"}
-    assert text.startswith("INCONCLUSIVE")
+    assert text.startswith("NOTHING JUDGED (exit 3)")
 
 
 def test_launch_bound_runs_are_inconclusive_with_that_reason() -> None:

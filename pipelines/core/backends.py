@@ -6,6 +6,8 @@ import re
 from pathlib import PurePosixPath
 
 DEFAULT_BACKEND = "triton"
+# The backends upstream's scripts name in a file's suffix (LIGER_BENCH_TARGET: `all_benchmark_data_cutile.csv`).
+KNOWN_BACKENDS = ("cutile", "cutedsl")
 # Upstream's data files: `all_benchmark_data.csv` is the Triton build's, `all_benchmark_data_<target>.csv`
 # another LIGER_BENCH_TARGET's (cutile, cutedsl).
 _DATA_STEM = "all_benchmark_data"
@@ -39,3 +41,14 @@ def ci_folder(source_file: str) -> tuple[str | None, str | None]:
     if not match:
         return None, None
     return match["commit"], match["release"]
+
+
+def contender_backend(file_name: str) -> str:
+    """The backend of a contender file a user names as they like (`slow_kl.csv`, `benchmark_pr1234.csv`): upstream's
+    `all_benchmark_data_<suffix>.csv` as `backend_of` reads it, a known backend's suffix (`_cutile`, `_cutedsl`,
+    KNOWN_BACKENDS), else `triton`; the text after any other underscore is a user's word, not a backend."""
+    stem = PurePosixPath(file_name).stem.strip().lower()
+    if stem == _DATA_STEM or stem.startswith(f"{_DATA_STEM}_"):
+        return backend_of(PurePosixPath(file_name).name.lower(), "file")
+    suffix = stem.rpartition("_")[2] if "_" in stem else ""
+    return suffix if suffix in KNOWN_BACKENDS else DEFAULT_BACKEND

@@ -1,17 +1,21 @@
 """A contender's CSV read in memory by the ingest's own pure code (SPEC section 9), never staged or stored.
 
 Its rows go through the same parser, normalizer and `describe` the warehouse's runs went through, so a
-contender run's group_id, provider and backend are exactly those of the runs it is judged against.
+contender run's group_id, provider and backend are exactly those of the runs it is judged against. Rows that
+repeat a run (its key and timestamp) with other values are conflicts, as the ingest quarantines them: such a
+run is left out and named, so the verdict never depends on which row came first. Runs without a median (failed
+upstream) are kept apart: a run that passed in the baseline and failed in the contender is a regression.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from pipelines.core.backends import backend_of
+from pipelines.assemble.conflicts import COMPARED
+from pipelines.core.backends import contender_backend
 from pipelines.ingest.normalize import normalize
 from pipelines.ingest.normalize_cache import DistinctCache
 from pipelines.ingest.normalize_describe import SOURCES, describe
@@ -23,7 +27,32 @@ from pipelines.ingest.parse_layout import Layout
 # The contender is one snapshot of a plain file (SPEC section 1's `file` stream).
 STREAM = "file"
 # What a judged contender run keeps of the ingest's run columns.
-COLUMNS = ("run_id", "kernel", "pass", "metric", "gpu_name", "workload_slug", "provider", "backend", "group_id", "value", "unit")
+COLUMNS = (
+    "run_id",
+    "kernel",
+    "pass",
+    "metric",
+    "gpu_name",
+    "workload_slug",
+    "provider",
+    "backend",
+    "group_id",
+    "value",
+    "unit",
+    # The sweep a run belongs to and its place on it (launch-bound detection), its own p20-p80 (its noise when one
+    # baseline run is all there is) and what says when and with what it ran (a `no baseline` line names them).
+    "sweep_digest",
+    "x_name",
+    "x_value",
+    "p20",
+    "p80",
+    "liger_version",
+    "observed_at",
+)
+# A conflict: a run written twice or more with other values; what the user sees of it.
+CONFLICTS = pl.Schema(
+    {"run_id": pl.String, "kernel": pl.String, "provider": pl.String, "pass": pl.String, "metric": pl.String, "rows": pl.Int64}
+)
 
 
 class BadContender(ValueError):
@@ -41,6 +70,8 @@ class Contender:
     quarantine_reason: str | None  # the first such row's reason
     failed: int  # runs without a median: nothing to judge
     other_gpus: tuple[str, ...] = ()  # the GPUs of runs `--gpu` left out
+    failed_runs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame())  # COLUMNS of the failed runs (value null)
+    conflicts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CONFLICTS))  # runs left out, CONFLICTS
 
     @property
     def gpus(self) -> list[str]:
@@ -80,9 +111,21 @@ def _normalized(data: bytes, snapshot_id: str) -> tuple[pl.DataFrame, pl.DataFra
     raise AssertionError("the careful reader never refuses a file")
 
 
+def conflicts_of(rows: pl.DataFrame) -> pl.DataFrame:
+    """The runs (CONFLICTS) whose rows disagree in a value the ingest compares (pipelines/assemble/conflicts.py):
+    the same key and timestamp, another median, p20, p80, unit or version."""
+    per_run = rows.group_by("run_id", maintain_order=True).agg(
+        pl.len().alias("rows"),
+        pl.any_horizontal([pl.col(c).n_unique() > 1 for c in COMPARED]).alias("_differs"),
+        *[pl.col(c).first() for c in ("kernel", "provider", "pass", "metric")],
+    )
+    return per_run.filter(pl.col("_differs")).select(CONFLICTS.names()).cast(CONFLICTS)
+
+
 def read_contender(path: Path, backend: str | None = None, gpu: str | None = None) -> Contender:
-    """The passed runs of the CSV at `path`; its backend from its file name (`backend_of`), unless `backend` is
-    given; only the runs of `gpu` when it is given. BadContender when nothing can be judged."""
+    """The passed runs of the CSV at `path`; its backend from its file name (`contender_backend`: a known suffix,
+    else triton) unless `backend` is given; only the runs of `gpu` when it is given. BadContender when nothing can
+    be judged."""
     path = Path(path)
     data = _read_bytes(path)
     snapshot_id = f"contender/{path.name}"
@@ -91,30 +134,37 @@ def read_contender(path: Path, backend: str | None = None, gpu: str | None = Non
     except NotLigerCsv as exc:
         raise BadContender(f"{path} is not a Liger benchmark CSV: {exc}") from None
     sources = pl.DataFrame(
-        [(snapshot_id, str(path), path.name, STREAM, backend or backend_of(path.name, STREAM), None, None)],
+        [(snapshot_id, str(path), path.name, STREAM, backend or contender_backend(path.name), None, None)],
         schema=SOURCES,
         orient="row",
     )
-    # One run per run id, as the warehouse keeps it: the first row that wrote it.
+    conflicts = conflicts_of(rows)
+    rows = rows.filter(~pl.col("run_id").is_in(conflicts["run_id"].implode()))
+    # One run per run id: repeats that agree in every compared value are the same run written twice.
     runs = rows.unique("run_id", keep="first", maintain_order=True).with_columns(pl.lit(None, pl.String).alias("ci_snapshot"))
-    runs = describe(runs, cache, sources)
-    passed = runs.filter(pl.col("status") == "passed")
+    runs = describe(runs, cache, sources) if runs.height else runs
+    passed = runs.filter(pl.col("status") == "passed") if runs.height else runs
+    failed = runs.filter(pl.col("status") != "passed") if runs.height else runs
     other_gpus: tuple[str, ...] = ()
-    if gpu is not None:
-        other_gpus = tuple(sorted(set(passed["gpu_name"].to_list()) - {gpu}))
+    if gpu is not None and runs.height:
+        other_gpus = tuple(sorted(set(runs["gpu_name"].to_list()) - {gpu}))
         passed = passed.filter(pl.col("gpu_name") == gpu)
-        if passed.is_empty():
+        failed = failed.filter(pl.col("gpu_name") == gpu)
+        if passed.is_empty() and failed.is_empty():
             named = ", ".join(other_gpus) or "none"
             raise BadContender(f"{path} has no passed run on GPU {gpu!r} (--gpu filters the file's runs); its GPUs: {named}")
-    if passed.is_empty():
+    if passed.is_empty() and failed.is_empty():
         reason = f"; the first rejected row: {quarantine['reason'][0]}" if quarantine.height else ""
-        raise BadContender(f"{path} has no passed run to judge ({count} rows, {quarantine.height} not readable{reason})")
+        left = f", {conflicts.height} run(s) written twice with other values" if conflicts.height else ""
+        raise BadContender(f"{path} has no run to judge ({count} rows, {quarantine.height} not readable{left}{reason})")
     return Contender(
         path=path,
         runs=passed.select(COLUMNS),
         rows=count,
         quarantined=quarantine.height,
         quarantine_reason=quarantine["reason"][0] if quarantine.height else None,
-        failed=runs.height - runs.filter(pl.col("status") == "passed").height,
+        failed=failed.height,
         other_gpus=other_gpus,
+        failed_runs=failed.select(COLUMNS),
+        conflicts=conflicts,
     )

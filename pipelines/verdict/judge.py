@@ -11,7 +11,8 @@ the standard error of a median of that many runs. A run is
 - `slower` / `faster` when it is beyond RUN_Z spreads AND at least `min_effect` (default 5%) away;
 - `same` otherwise (judged: within the noise, or a real change below the minimum effect);
 - `no baseline` without a level (or for a metric of no known direction).
-`min_detectable` = exp(RUN_Z x spread) - 1: the smallest relative change the run could have seen.
+`min_detectable` = max(exp(RUN_Z x spread) - 1, min_effect): the smallest relative change the run could have
+been called slower or faster for.
 
 Host and baseline provider. Each run is also set against its group's baseline provider (SPEC section 6:
 the first of `huggingface`, `torch` present) in the same contender, a baseline provider's own run against
@@ -62,6 +63,7 @@ LAUNCH_BOUND = "launch-bound: time does not grow with the work"
 NOISE_UNKNOWN = "noise unknown: the series has too little history to say how much a run moves"
 NO_HISTORY = "no history of this series on this GPU"
 NO_DIRECTION = "a metric with no known direction"
+NOISE_TOO_LARGE = "noise too large"
 NEWEST_MOVED = "the history's newest point moved the same way: a step before this run, not yet confirmed"
 
 
@@ -79,6 +81,9 @@ def judge_runs(
     column `launch_bound` (boolean) marks runs whose time does not grow with their work; absent, none is."""
     frame = contender if "launch_bound" in contender.columns else contender.with_columns(pl.lit(False).alias("launch_bound"))
     frame = frame.with_columns(pl.col("launch_bound").fill_null(False))
+    # A reason the caller gave (the launch-bound test's own figures) is kept for the runs it explains.
+    given = pl.col("reason") if "reason" in frame.columns else pl.lit(None, pl.String)
+    frame = frame.with_columns(given.cast(pl.String).alias("_given_reason"))
     for name in ("baseline_low", "baseline_high", "newest_value"):
         if name not in baselines.columns:
             baselines = baselines.with_columns(pl.lit(None, pl.Float64).alias(name))
@@ -99,7 +104,9 @@ def judge_runs(
         pl.when(judged).then((pl.col("baseline_value") / pl.col("value")).log()).alias("outside"),
         pl.when(judged).then(spread).alias("spread"),
         pl.when(judged).then((pl.col("newest_value") / pl.col("value")).log()).alias("newest_effect"),
-    ).with_columns(pl.when(judged).then((RUN_Z * pl.col("spread")).exp() - 1).alias("min_detectable"))
+    ).with_columns(
+        pl.when(judged).then(pl.max_horizontal((RUN_Z * pl.col("spread")).exp() - 1, pl.lit(min_effect))).alias("min_detectable")
+    )
     least = math.log1p(min_effect)
     beyond = pl.col("outside").abs() > RUN_Z * pl.col("spread")
     big = pl.col("outside").abs() >= least
@@ -137,14 +144,14 @@ def judge_runs(
         pl.when(pl.col("verdict") == "inconclusive")
         .then(
             pl.when(pl.col("launch_bound"))
-            .then(pl.lit(LAUNCH_BOUND))
+            .then(pl.col("_given_reason").fill_null(pl.lit(LAUNCH_BOUND)))
             .when(pl.col("spread").is_null() | pl.col("spread").is_nan())
             .then(pl.lit(NOISE_UNKNOWN))
             .when(beyond & big)
             .then(pl.lit(NEWEST_MOVED))
             .otherwise(
                 pl.format(
-                    "noise too large: a run moves about {}%, more than the {}% it is asked to see",
+                    NOISE_TOO_LARGE + ": a run moves about {}%, more than the {}% it is asked to see",
                     ((pl.col("spread").exp() - 1) * 100).round(1),
                     pl.lit(round(min_effect * 100, 1)),
                 )
@@ -153,7 +160,7 @@ def judge_runs(
         .otherwise(reason)
         .alias("reason")
     )
-    return _relative(frame, baseline_providers)
+    return _relative(frame.drop("_given_reason"), baseline_providers)
 
 
 def describe(min_effect: float = MIN_EFFECT, points: int = LEVEL_POINTS) -> str:
@@ -277,7 +284,9 @@ def judge_kernels(
         elif not effects:
             verdict, reason = _nothing_usable(group)
         elif verdict == "inconclusive":
-            reason = f"noise too large: its runs move about {math.exp(typical) - 1:.1%}, more than the {min_effect:.0%} it is asked to see"
+            reason = (
+                f"{NOISE_TOO_LARGE}: its runs move about {math.exp(typical) - 1:.1%}, more than the {min_effect:.0%} it is asked to see"
+            )
         down = sum(e < -s for e, s in zip(effects, spreads))
         up = sum(e > s for e, s in zip(effects, spreads))
         known_relative = [r for r in (relative or []) if r is not None]
@@ -294,7 +303,7 @@ def judge_kernels(
                 "sign_test_p": None if median is None else sign_test_p(*((down, up) if median < 0 else (up, down))),
                 "verdict": verdict,
                 "reason": reason,
-                "min_detectable": None if typical is None else math.exp(RUN_Z * typical) - 1,
+                "min_detectable": None if typical is None else max(math.exp(RUN_Z * typical) - 1, min_effect),
                 "host": host,
                 "gates": key[KERNEL_KEY.index("provider")] not in baseline_providers,
             }
@@ -344,3 +353,66 @@ KERNELS = pl.Schema(
         "gates": pl.Boolean,
     }
 )
+
+
+FAILED = "failed in the contender"
+# What a whole verdict's word means to a script: 1 a gating kernel slower, 3 nothing judged, else 0.
+EXIT_CODES = {"slower": 1, "faster": 0, "same": 0, "inconclusive": 3, "no baseline": 3}
+
+
+def finish_kernels(kernels: pl.DataFrame, runs: pl.DataFrame, min_effect: float = MIN_EFFECT) -> pl.DataFrame:
+    """Two rules judge_kernels cannot see from effects alone:
+    - a run that passed in the baseline and failed in the contender (reason FAILED) makes its kernel `slower`;
+    - a kernel of fewer than SIGN_TEST_RUNS usable runs (a sweep of four sizes), `same` and not explained by
+      the host, is `slower` when every run is slower by at least `min_effect` and their geomean by more than its
+      `min_detectable` (`faster` the other way), also when its noise alone made it `inconclusive`: each run need
+      not leave its own noise, since a sweep's sizes
+      share the machine's state and a kernel moved at every size is what a regression looks like."""
+    least = math.log1p(min_effect)
+    usable = runs.filter(_usable())
+    per = usable.group_by(KERNEL_KEY).agg(
+        (pl.col("outside") <= -least).all().alias("_all_slower"),
+        (pl.col("outside") >= least).all().alias("_all_faster"),
+        pl.len().alias("_usable"),
+    )
+    failed = runs.filter(pl.col("reason") == FAILED).group_by(KERNEL_KEY).agg(pl.len().alias("_failed"))
+    frame = kernels.join(per, on=KERNEL_KEY, how="left", maintain_order="left", nulls_equal=True)
+    frame = frame.join(failed, on=KERNEL_KEY, how="left", maintain_order="left", nulls_equal=True)
+    # `inconclusive` for its noise alone: the sweep as a whole can still tell what no single size could.
+    undecided = (pl.col("verdict") == "same") | ((pl.col("verdict") == "inconclusive") & pl.col("reason").str.starts_with(NOISE_TOO_LARGE))
+    few = pl.col("_usable").fill_null(0).is_between(1, SIGN_TEST_RUNS - 1) & undecided.fill_null(False) & pl.col("host").is_null()
+    beyond = pl.col("median_outside").abs() > (1 + pl.col("min_detectable")).log()
+    verdict = (
+        pl.when(pl.col("_failed").fill_null(0) > 0)
+        .then(pl.lit("slower"))
+        .when(few & beyond & pl.col("_all_slower"))
+        .then(pl.lit("slower"))
+        .when(few & beyond & pl.col("_all_faster"))
+        .then(pl.lit("faster"))
+        .otherwise(pl.col("verdict"))
+    )
+    reason = (
+        pl.when(pl.col("_failed").fill_null(0) > 0)
+        .then(pl.format("{} run(s) {}", pl.col("_failed"), pl.lit(FAILED)))
+        .when(few & beyond & (pl.col("_all_slower") | pl.col("_all_faster")))
+        .then(None)
+        .otherwise(pl.col("reason"))
+    )
+    frame = frame.with_columns(verdict.alias("verdict"), reason.alias("reason")).drop("_usable", "_failed", "_all_slower", "_all_faster")
+    order = pl.col("verdict").replace_strict({v: i for i, v in enumerate(VERDICTS)}, return_dtype=pl.Int8)
+    return frame.sort(order, ~pl.col("gates"), *KERNEL_KEY)
+
+
+def overall(kernels: pl.DataFrame) -> str:
+    """A whole verdict's word: `slower` when a kernel that gates is (not a baseline provider), else the first of
+    faster, same that any kernel is, `same` when only baseline providers are slower (judged, reported, not
+    failed), else inconclusive, else no baseline."""
+    if kernels.filter(pl.col("gates") & (pl.col("verdict") == "slower")).height:
+        return "slower"
+    found = set(kernels["verdict"].to_list())
+    for word in ("faster", "same"):
+        if word in found:
+            return word
+    if "slower" in found:
+        return "same"
+    return "inconclusive" if "inconclusive" in found else "no baseline"

@@ -13,6 +13,8 @@ from pipelines.core.settings import DEFAULT_BASELINES
 from pipelines.duck import db
 from pipelines.verdict import judge, level, noise
 from pipelines.verdict.contender import Contender, read_contender
+from pipelines.verdict.holds import history_holds
+from pipelines.verdict.launch_bound import launch_bound
 
 # A run's baseline: the median of its series' newest points of the current segment (pipelines/verdict/level.py).
 BASELINE_POINTS = level.LEVEL_POINTS
@@ -52,30 +54,20 @@ class Verdict:
     noise_source: str  # where the series' noise comes from: the statistic `series_noise`
     # (gpu_name, backend) pairs holding history of the contender's kernels.
     history: list[tuple[str, str]] = field(default_factory=list)
+    # What the history holds of the contender's kernels on its GPUs (pairwise.history_holds), for `no baseline` lines.
+    holds: pl.DataFrame | None = None
     min_effect: float = judge.MIN_EFFECT
 
     @property
     def verdict(self) -> str:
-        """`slower` when a kernel that gates is (not a baseline provider), else the first of faster, same that
-        any kernel is, `same` when only baseline providers are slower, else inconclusive or no baseline."""
-        if self.kernels.filter(pl.col("gates") & (pl.col("verdict") == "slower")).height:
-            return "slower"
-        found = set(self.kernels["verdict"].to_list())
-        for word in ("faster", "same"):
-            if word in found:
-                return word
-        if "slower" in found:  # only baseline providers: judged, reported, not failed
-            return "same"
-        return "inconclusive" if "inconclusive" in found else "no baseline"
+        """`slower` when a kernel that gates is, else faster, same, inconclusive or no baseline (judge.overall)."""
+        return judge.overall(self.kernels)
 
     @property
     def exit_code(self) -> int:
         """0 judged and no kernel slower; 1 a kernel that gates is slower; 3 nothing could be judged (every
         kernel `no baseline` or `inconclusive`). 2, bad input, never gets this far (BadContender)."""
-        word = self.verdict
-        if word == "slower":
-            return 1
-        return 3 if word in ("inconclusive", "no baseline") else 0
+        return judge.EXIT_CODES[self.verdict]
 
     def messages(self) -> list[str]:
         """What a reader must know beside the tables: a host change, slower baseline providers, GPUs with no
@@ -163,15 +155,19 @@ def judge_contender(
         starts = _frame(session.query(sql_files.text("verdict/segments")))
         noise_frame = noise.series_noise(session)
         history = session.query(sql_files.text("verdict/history")).rows
+        holds = history_holds(session)
     baselines = baselines_of(_typed_points(points), starts if starts.height else None, noise_frame)
-    runs = judge.judge_runs(contender.runs, baselines, min_effect, baseline_providers).rename({"value": "contender_value"})
+    own = contender.runs.with_columns(launch_bound(contender.runs))
+    runs = judge.judge_runs(own, baselines, min_effect, baseline_providers).rename({"value": "contender_value"})
+    kernels = judge.finish_kernels(judge.judge_kernels(runs, min_effect, baseline_providers), runs, min_effect)
     return Verdict(
         contender=contender,
         warehouse_dir=Path(warehouse_dir),
         runs=runs,
-        kernels=judge.judge_kernels(runs, min_effect, baseline_providers),
+        kernels=kernels,
         noise_source="series_noise",
         history=[(gpu, backend) for gpu, backend in history],
+        holds=holds,
         min_effect=min_effect,
     )
 
