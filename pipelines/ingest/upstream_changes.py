@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipelines.core.layout import Layout
 from pipelines.core.settings import Settings
 from pipelines.ingest.source import Source
 from pipelines.ingest.source_csv import CsvSource
@@ -41,6 +42,20 @@ class UpstreamCheck:
         if self.files_at_head_changed:
             return f"upstream head {self.head[:12]} added or removed a data file"
         return f"upstream head moved to {self.head[:12]} without changing a data file"
+
+
+def recorded_source(warehouse: Path) -> tuple[str, tuple[str, ...] | None] | None:
+    """The source the warehouse was built from, as LIGER_SOURCE gave it, and the streams it read (None when its
+    listing predates recorded streams); None for a warehouse never synced (or a damaged listing, which the next
+    sync writes again)."""
+    raw = store.read_state(Layout(warehouse).listing)
+    if not isinstance(raw.get("source"), str) or not raw["source"]:
+        return None
+    streams = raw.get("identity", {}).get("streams") if isinstance(raw.get("identity"), dict) else None
+    names = (
+        tuple(s["stream"] for s in streams if isinstance(s, dict) and isinstance(s.get("stream"), str)) if isinstance(streams, list) else ()
+    )
+    return raw["source"], names or None
 
 
 def sensor_listing(warehouse: Path, settings: Settings, source: Source | None = None) -> Listing:
