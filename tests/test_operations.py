@@ -409,3 +409,20 @@ def test_a_build_failing_a_blocking_check_is_never_published(upstream_repo, tmp_
     assert (tmp_path / "w" / "warehouse.duckdb").read_bytes() == database
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert not materialized & {"runs", "comparable_groups", "resource_documents", "report"}
+
+
+def test_upstream_source_counts_as_new_the_snapshots_its_run_stages(setup):
+    """The command registers a run's partitions before it starts: upstream_source still names them new, in the run
+    that stages them, and none in a run with nothing to stage."""
+    repo, warehouse = setup
+
+    def new_partitions(result: dg.ExecuteInProcessResult) -> list[str]:
+        [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("upstream_source")]
+        return event.materialization.metadata["new_partitions"].value
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        first = snapshot_id(repo)
+        assert new_partitions(ingested(warehouse, instance)) == [first]
+        repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "second data")
+        assert new_partitions(ingested(warehouse, instance)) == [snapshot_id(repo)]
+        assert new_partitions(ingested(warehouse, instance)) == []

@@ -37,6 +37,7 @@ SHARED = {
     "x_name": "the swept variable",
     "x_label": "the swept variable's label",
     "x_value": "the swept value, as in the CSV",
+    "x_value_num": "the swept value as a number (null when it is not one)",
     "workload": "the workload as canonical JSON",
     "workload_slug": "the workload as a short readable key",
     "workload_digest": "sha256 of the canonical workload",
@@ -185,6 +186,13 @@ COLUMNS: dict[str, dict[str, str]] = {
         "noise": "the series' noise (series_noise.noise)",
     },
     "sweep_comparisons": {"n_points": "sweep points compared"},
+    # The view in human units: its inherited words would say ns and bytes.
+    "readable_runs": {
+        "value": "median in ms (speed) or MiB (memory); another metric in its raw unit",
+        "p20": "20th percentile in ms (speed) or MiB (memory); another metric in its raw unit",
+        "p80": "80th percentile in ms (speed) or MiB (memory); another metric in its raw unit",
+        "unit": "ms, MiB, or the raw unit of another metric",
+    },
 }
 
 
