@@ -30,7 +30,7 @@ STAGED_RUNS = pl.Schema(
     }
 )
 # The run key of SPEC section 2, in the column names of RUN_ROWS.
-RUN_KEY = ("kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
+RUN_KEY = ("raw_kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
 
 
 @dataclass(frozen=True)

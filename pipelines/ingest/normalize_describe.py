@@ -7,7 +7,7 @@ import hashlib
 import polars as pl
 
 from pipelines.core.canonical import NAME_MAX_CHARS
-from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.normalize_cache import DistinctCache, split_kernel_names
 
 # What `describe` takes from each snapshot: its source, file, stream and backend for the runs first seen in it, its
 # CI folder's benchmarked commit and release for the runs whose first CI snapshot it is.
@@ -54,7 +54,7 @@ def describe(runs: pl.DataFrame, cache: DistinctCache, sources: pl.DataFrame) ->
 
     `sources` holds, per snapshot_id, its source, source_file, stream and backend (taken from the run's first
     snapshot) and its CI folder's benchmarked_commit and release (taken from the run's first CI snapshot)."""
-    frame = cache.workloads.attach(runs.rename({"raw_config": "extra_benchmark_config_str"}))
+    frame = cache.workloads.attach(split_kernel_names(runs, "raw_kernel").rename({"raw_config": "extra_benchmark_config_str"}))
     frame = frame.rename({"extra_benchmark_config_str": "raw_config"})
     frame = cache.environments.attach(frame)
     frame = cache.benchmarks.attach(frame)
