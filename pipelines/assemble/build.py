@@ -14,6 +14,7 @@ from pipelines.core import catalog, code_version, layout, schemas
 from pipelines.core.errors import UserError
 from pipelines.ingest import staging
 from pipelines.ingest.source_types import Listing
+from pipelines.ingest.upstream_changes import branches_gone
 from pipelines.storage import builds, store
 
 TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas
@@ -95,7 +96,7 @@ def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
     stage.publish(build, LINKS)
     if current is not None and current.key != build.key:
         # A build kept from before (the history pushed back) moves the branch as much as a new one.
-        report.moved = _moved(_on_branch(current), _on_branch(build), build.content)
+        report.moved = _moved(_on_branch(current), _on_branch(build), build.content, branches_gone(warehouse))
     return report
 
 
@@ -140,19 +141,27 @@ def _on_branch(build: builds.Build | None) -> dict[str, bool]:
     return dict(zip(frame["snapshot_id"].to_list(), frame["on_branch"].to_list()))
 
 
-def _moved(before: dict[str, bool], after: dict[str, bool], folder: Path) -> str | None:
-    """The line a run prints when a force-push moved upstream's history: what left the branch, what came back."""
+def _moved(before: dict[str, bool], after: dict[str, bool], folder: Path, gone: dict[str, str] | None = None) -> str | None:
+    """The line a run prints when a force-push moved upstream's history: what left the branch, what came back; a
+    stream whose branch was deleted (`gone`: {stream: branch}) is named as such."""
     left = sorted(s for s, on in after.items() if not on and before.get(s, False))
     back = sorted(s for s, on in after.items() if on and before.get(s) is False)
     if not left and not back:
         return None
     runs = pl.scan_parquet(folder / layout.table_file("runs")).filter(~pl.col("on_branch")).select(pl.len()).collect().item()
     parts = []
+    if gone and left:
+        stream_of = dict(pl.read_parquet(folder / layout.table_file("snapshots"), columns=["snapshot_id", "stream"]).iter_rows())
+        for stream, branch in sorted(gone.items()):
+            if emptied := [s for s in left if stream_of.get(s) == stream]:
+                parts.append(f"the branch {branch} is gone: the {stream} stream is empty ({len(emptied)} snapshot(s) went with it)")
+        left = [s for s in left if stream_of.get(s) not in gone]
     if left:
         parts.append(f"{len(left)} snapshot(s) are no longer on their branch ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})")
     if back:
         parts.append(f"{len(back)} snapshot(s) are on it again")
+    headline = "upstream history was rewritten" if left or back else "upstream deleted a branch"
     return (
-        f"upstream history was rewritten: {'; '.join(parts)}; what left is kept, marked snapshots.on_branch = false, "
+        f"{headline}: {'; '.join(parts)}; what left is kept, marked snapshots.on_branch = false, "
         f"and {runs} run(s) only it holds are kept, marked runs.on_branch = false"
     )
