@@ -96,7 +96,7 @@ def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
     stage.publish(build, LINKS)
     if current is not None and current.key != build.key:
         # A build kept from before (the history pushed back) moves the branch as much as a new one.
-        report.moved = _moved(_on_branch(current), _on_branch(build), build.content, branches_gone(warehouse))
+        report.moved = _moved(_on_branch(current), _on_branch(build), build.content, branches_gone(warehouse), current.content)
     return report
 
 
@@ -141,9 +141,40 @@ def _on_branch(build: builds.Build | None) -> dict[str, bool]:
     return dict(zip(frame["snapshot_id"].to_list(), frame["on_branch"].to_list()))
 
 
-def _moved(before: dict[str, bool], after: dict[str, bool], folder: Path, gone: dict[str, str] | None = None) -> str | None:
-    """The line a run prints when a force-push moved upstream's history: what left the branch, what came back; a
-    stream whose branch was deleted (`gone`: {stream: branch}) is named as such."""
+# The query a rewrite's line gives: the runs whose published value the rewrite replaced, the old row kept in quarantine.
+CHANGED_VALUES_QUERY = (
+    "SELECT q.snapshot_id, q.reason FROM quarantine AS q JOIN snapshots AS s USING (snapshot_id) "
+    "WHERE NOT s.on_branch AND q.reason LIKE 'conflict:%'"
+)
+NAMED_KERNELS = 5
+
+
+def _changed_values(previous: Path, folder: Path) -> str | None:
+    """How many runs of the previous build have another value in this one, and their kernels; None when none."""
+    columns = ["run_id", "kernel", "raw_y_value_50", "raw_y_value_20", "raw_y_value_80"]
+    old, new = (pl.scan_parquet(build / layout.table_file("runs")).select(columns) for build in (previous, folder))
+    try:
+        changed = (
+            old.join(new, on="run_id", suffix="_now")
+            .filter(pl.any_horizontal(*[~pl.col(c).eq_missing(pl.col(f"{c}_now")) for c in columns[2:]]))
+            .select("kernel")
+            .collect()
+        )
+    except (OSError, pl.exceptions.PolarsError):
+        return None  # the previous build is gone or damaged: the line says what moved, without the count
+    if changed.is_empty():
+        return None
+    kernels = sorted(set(changed["kernel"]))
+    named = ", ".join(kernels[:NAMED_KERNELS]) + (", ..." if len(kernels) > NAMED_KERNELS else "")
+    return f'{changed.height} run(s) changed value ({named}; `python -m pipelines sql "{CHANGED_VALUES_QUERY}"` lists them)'
+
+
+def _moved(
+    before: dict[str, bool], after: dict[str, bool], folder: Path, gone: dict[str, str] | None = None, previous: Path | None = None
+) -> str | None:
+    """The line a run prints when a force-push moved upstream's history: what left the branch, what came back, how many
+    runs changed value (their kernels, and the query that lists them); a stream whose branch was deleted (`gone`:
+    {stream: branch}) is named as such."""
     left = sorted(s for s, on in after.items() if not on and before.get(s, False))
     back = sorted(s for s, on in after.items() if on and before.get(s) is False)
     if not left and not back:
@@ -160,6 +191,8 @@ def _moved(before: dict[str, bool], after: dict[str, bool], folder: Path, gone: 
         parts.append(f"{len(left)} snapshot(s) are no longer on their branch ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})")
     if back:
         parts.append(f"{len(back)} snapshot(s) are on it again")
+    if previous is not None and (changed := _changed_values(previous, folder)):
+        parts.append(changed)
     headline = "upstream history was rewritten" if left or back else "upstream deleted a branch"
     return (
         f"{headline}: {'; '.join(parts)}; what left is kept, marked snapshots.on_branch = false, "
