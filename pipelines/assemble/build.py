@@ -14,7 +14,6 @@ from pipelines.core import catalog, code_version, layout, schemas
 from pipelines.core.errors import UserError
 from pipelines.ingest import staging
 from pipelines.ingest.source_types import Listing
-from pipelines.ingest.upstream_changes import branches_gone
 from pipelines.storage import builds, store
 
 TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas
@@ -96,7 +95,7 @@ def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
     stage.publish(build, LINKS)
     if current is not None and current.key != build.key:
         # A build kept from before (the history pushed back) moves the branch as much as a new one.
-        report.moved = _moved(_on_branch(current), _on_branch(build), build.content, branches_gone(warehouse), current.content)
+        report.moved = _moved(_on_branch(current), _on_branch(build), build.content, _branches_gone(warehouse), current.content)
     return report
 
 
@@ -139,6 +138,16 @@ def _on_branch(build: builds.Build | None) -> dict[str, bool]:
     except (OSError, pl.exceptions.PolarsError):
         return {}
     return dict(zip(frame["snapshot_id"].to_list(), frame["on_branch"].to_list()))
+
+
+def _branches_gone(warehouse: Path) -> dict[str, str]:
+    """{stream: branch} of the streams whose branch the last sync found missing (an optional stream, read empty):
+    a deleted `gh-pages` empties the `ci` stream, which is no rewrite of the history."""
+    raw = store.read_state(layout.Layout(warehouse).listing)
+    absent = raw.get("absent_streams") if isinstance(raw.get("absent_streams"), list) else []
+    streams = raw.get("identity", {}).get("streams") if isinstance(raw.get("identity"), dict) else None
+    branches = {s.get("stream"): s.get("branch") for s in streams if isinstance(s, dict)} if isinstance(streams, list) else {}
+    return {name: str(branches.get(name) or name) for name in absent if isinstance(name, str)}
 
 
 # The query a rewrite's line gives: the runs whose published value the rewrite replaced, the old row kept in quarantine.

@@ -58,16 +58,6 @@ def recorded_source(warehouse: Path) -> tuple[str, tuple[str, ...] | None] | Non
     return raw["source"], names or None
 
 
-def branches_gone(warehouse: Path) -> dict[str, str]:
-    """{stream: branch} of the streams whose branch the last sync found missing (an optional stream, read empty):
-    a deleted `gh-pages` empties the `ci` stream, which is no rewrite of the history."""
-    raw = store.read_state(Layout(warehouse).listing)
-    absent = raw.get("absent_streams") if isinstance(raw.get("absent_streams"), list) else []
-    streams = raw.get("identity", {}).get("streams") if isinstance(raw.get("identity"), dict) else None
-    branches = {s.get("stream"): s.get("branch") for s in streams if isinstance(s, dict)} if isinstance(streams, list) else {}
-    return {name: str(branches.get(name) or name) for name in absent if isinstance(name, str)}
-
-
 def sensor_listing(warehouse: Path, settings: Settings, source: Source | None = None) -> Listing:
     """What upstream holds now, from the sensor's own clone (fetched first)."""
     check_same_source(warehouse, settings)  # else a tick would ask for a run that can only be refused
