@@ -163,6 +163,7 @@ def test_first_tick_on_an_up_to_date_warehouse_only_records_the_head(setup, inst
         result = tick(warehouse, None, instance)
     assert not result.run_requests
     assert result.cursor == head(repo)
+    assert result.skip_reason.skip_message == f"upstream head {head(repo)[:12]}: the warehouse holds every data file of it already"
 
 
 def test_a_warehouse_staged_outside_this_instance_is_staged_again_as_partitions(setup):

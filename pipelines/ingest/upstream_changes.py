@@ -29,6 +29,8 @@ class UpstreamCheck:
     # None when the head did not move (nothing was fetched or listed).
     listing: Listing | None = None
     files_at_head_changed: bool = False
+    # No head was known before (a sensor's first tick): the head is new to the sensor, not a move upstream.
+    first: bool = False
 
     def summary(self, staging: str | None = None) -> str:
         """One line for the sensor's log; `staging` is the planner's summary of the run it asks for, when that
@@ -41,6 +43,8 @@ class UpstreamCheck:
             return f"upstream head {self.head[:12]}: {staging}"
         if self.files_at_head_changed:
             return f"upstream head {self.head[:12]} added or removed a data file"
+        if self.first:
+            return f"upstream head {self.head[:12]}: the warehouse holds every data file of it already"
         return f"upstream head moved to {self.head[:12]} without changing a data file"
 
 
@@ -80,4 +84,9 @@ def check_upstream(warehouse: Path, settings: Settings, last_head: str | None) -
     except store.DamagedFile:
         recorded = None  # the run this asks for lists the source again
     recorded_files = set(recorded.files_at_head) if recorded else set()
-    return UpstreamCheck(head=listing.head or head, listing=listing, files_at_head_changed=recorded_files != set(listing.files_at_head))
+    return UpstreamCheck(
+        head=listing.head or head,
+        listing=listing,
+        files_at_head_changed=recorded_files != set(listing.files_at_head),
+        first=last_head is None,
+    )
