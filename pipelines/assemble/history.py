@@ -54,6 +54,11 @@ class History:
         return frozenset(m.snapshot_id for m in self.staged if m.stream == "ci")
 
     @cached_property
+    def released(self) -> frozenset[str]:
+        """The CI snapshots whose folder names a release (`<commit>-v<version>/`)."""
+        return frozenset(m.snapshot_id for m in self.staged if m.stream == "ci" and m.release)
+
+    @cached_property
     def latest(self) -> frozenset[str]:
         """Per file still present at the branch's head, the snapshot of its content there, or the newest ingested one
         on the branch before it when that one was rejected (a file back to an older content has no newer snapshot)."""
