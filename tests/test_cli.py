@@ -315,3 +315,18 @@ def test_sql_command_names_install_as_install(small_database, capsys):
     assert main(["sql", "--warehouse-dir", str(small_database), "INSTALL httpfs"]) == 1
     err = capsys.readouterr().err
     assert "INSTALL statements are not run" in err and "LOAD" not in err
+
+
+@pytest.mark.parametrize("form", ["table", "markdown"])
+def test_sql_prints_control_characters_as_escapes_in_table_and_markdown(small_database, capsys, form):
+    """A value holding a CR or an escape sequence stays on its line: the terminal is not moved by a cell."""
+    query = "SELECT 'one' || chr(13) || 'two' || chr(10) || chr(27) || '[31m' AS \"a" + "\t" + 'b"'
+    assert main(["sql", "--warehouse-dir", str(small_database), "--format", form, query]) == 0
+    out = capsys.readouterr().out
+    assert "\r" not in out and "\x1b" not in out and "\t" not in out
+    assert "one\\rtwo\\n\\x1b[31m" in out and "a\\tb" in out
+
+
+def test_sql_csv_keeps_control_characters_as_they_are(small_database, capsys):
+    assert main(["sql", "--warehouse-dir", str(small_database), "--format", "csv", "SELECT 'one' || chr(13) || 'two' AS v"]) == 0
+    assert "one\rtwo" in capsys.readouterr().out

@@ -148,3 +148,36 @@ def test_a_url_source_is_read_once_per_run_and_a_stalled_one_fails_within_one_de
         assert not failed.success and len(gets) == 2
         [failure] = [e for e in failed.all_events if e.event_type_value == "STEP_FAILURE"]
         assert "did not finish within 2 s" in str(failure.step_failure_data.error.cause)
+
+
+def test_a_csv_file_appended_to_then_edited_keeps_its_first_values_and_order(tmp_path):
+    """SPEC section 2: a plain CSV's contents are snapshots in the order ingested, none a rewrite of the one before:
+    appended rows are new runs; a value edited later is a conflict against the first, which stays."""
+    from conftest import build_warehouse
+
+    from pipelines.assemble.build import build_tables
+    from pipelines.core.settings import for_source
+    from pipelines.ingest.steps import stage_new, sync
+    from pipelines.storage import store
+
+    csv_path, warehouse, cache = tmp_path / "all_benchmark_data.csv", tmp_path / "warehouse", tmp_path / "cache"
+    first, second = liger_row(timestamp="2025-01-01 10:00:00"), liger_row(provider="torch", timestamp="2025-01-02 10:00:00", y50="0.9")
+    csv_path.write_text(liger_csv(first))
+    build_warehouse(warehouse, str(csv_path), cache)
+    csv_path.write_text(liger_csv(first, second))  # appended
+    build_warehouse(warehouse, str(csv_path), cache)
+    csv_path.write_text(liger_csv(liger_row(timestamp="2025-01-01 10:00:00", y50="0.55"), second))  # the first value edited
+    source = for_source(str(csv_path), cache_dir=cache)
+    with store.writer_lock(warehouse):
+        listing = sync(warehouse, source)
+        stage_new(warehouse, source, listing)
+        report = build_tables(warehouse, listing)
+    assert report.moved is None  # no "no longer on their branch": a new content is no rewrite
+    snapshots = pl.read_parquet(warehouse / "snapshots.parquet").sort("sequence", maintain_order=True)
+    runs = pl.read_parquet(warehouse / "runs.parquet").sort("observed_at")
+    assert snapshots["on_branch"].all() and snapshots["is_latest"].to_list() == [False, False, True]
+    ingested_order = snapshots["snapshot_id"].to_list()
+    assert runs["first_seen_snapshot"].to_list() == ingested_order[:2]  # each run first seen where it first appeared
+    assert runs["raw_p50"].to_list() == [0.5, 0.9]  # the first value stays
+    quarantine = pl.read_parquet(warehouse / "quarantine.parquet")
+    assert quarantine["snapshot_id"].to_list() == [ingested_order[2]]

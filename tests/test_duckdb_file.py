@@ -131,6 +131,23 @@ def test_tables_views_and_columns_carry_their_descriptions(built: Path) -> None:
     described = {(table, column): comment for table, column, comment in columns}
     assert described["measurements", "statistic"] == "p20, p50 or p80"
     assert described["kernel_scorecard", "provider"] == column_docs.SHARED["provider"]
+    # A view in human units says so; the table in canonical units says its own.
+    assert "ms" in described["readable_runs", "value"] and "ns" not in described["readable_runs", "value"]
+    assert "ns" in described["runs", "unit"] and "ms" in described["readable_runs", "unit"]
+    # Table comments describe the data; how a statistic is computed stays in its SQL file.
+    assert "dense_rank" not in dict(relations)["series_noise"] and "rowid" not in dict(relations)["provider_comparisons"]
+
+
+def test_the_x_value_is_a_number_beside_its_text(built: Path) -> None:
+    with duckdb.connect(str(db.database_path(built)), read_only=True) as con:
+        columns = [name for name, *_ in con.execute("DESCRIBE runs").fetchall()]
+        kinds = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'runs'").fetchall())
+        pairs = con.execute("SELECT DISTINCT x_value, x_value_num FROM runs").fetchall()
+        readable = [name for name, *_ in con.execute("DESCRIBE readable_runs").fetchall()]
+    assert columns[columns.index("x_value") + 1] == "x_value_num" and kinds["x_value_num"] == "DOUBLE"
+    assert "x_value_num" in readable
+    assert pairs and all(number == float(text) for text, number in pairs if number is not None)
+    assert all(number is not None for text, number in pairs if text.strip().lstrip("-").replace(".", "", 1).isdigit())
 
 
 def bit_rot(path: Path) -> None:

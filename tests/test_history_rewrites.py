@@ -160,3 +160,33 @@ def test_a_force_push_of_the_real_ci_history_is_followed(upstream_bundle, tmp_pa
     again = run()
     assert again.moved is not None and "2 snapshot(s) are on it again" in again.moved
     assert table(warehouse, "snapshots")["on_branch"].all() and table(warehouse, "runs")["on_branch"].all()
+
+
+def test_an_orphan_force_push_that_changes_values_names_how_many_and_which_kernels(upstream_repo, tmp_path):
+    """The branch as it is now wins, the old rows stay in quarantine naming both snapshots, and the run's line says
+    how many runs changed value, their kernels, and the query that lists them."""
+    kept = liger_row(kernel="geglu", timestamp="2025-01-01 10:00:00")
+    measured = liger_row(provider="torch", timestamp="2025-01-01 11:00:00", y50="0.8")
+    upstream_repo.commit({DATA: liger_csv(kept, measured)}, "data", "2025-01-01T12:00:00Z")
+    warehouse, cache = tmp_path / "warehouse", tmp_path / "cache"
+    ingest(warehouse, upstream_repo.path, cache)
+    git(upstream_repo.path, "checkout", "--quiet", "--orphan", "rewritten")
+    remeasured = liger_row(provider="torch", timestamp="2025-01-01 11:00:00", y50="0.85")
+    (upstream_repo.path / DATA).write_text(liger_csv(kept, remeasured))
+    git(upstream_repo.path, "add", "-A")
+    git(upstream_repo.path, "commit", "--quiet", "-m", "history rewritten", date="2025-01-02T12:00:00Z")
+    git(upstream_repo.path, "branch", "--quiet", "-M", "main")
+    report = ingest(warehouse, upstream_repo.path, cache)
+    assert report.moved is not None and "1 run(s) changed value (rms_norm; `python -m pipelines sql" in report.moved
+    assert "\n" not in report.moved
+    runs = table(warehouse, "runs")
+    assert runs.filter(pl.col("provider") == "torch")["raw_y_value_50"].to_list() == ["0.85"]
+    query = report.moved.split('`python -m pipelines sql "', 1)[1].split('"`', 1)[0]
+    from pipelines.duck import database_build, db
+
+    database_build.build_database(warehouse, ("huggingface", "torch"))
+    [(snapshot, reason)] = db.query(warehouse, query).rows
+    assert (
+        "y_value_50: 0.85 there, 0.8 here" in reason
+        and snapshot != table(warehouse, "snapshots").filter(pl.col("on_branch"))["snapshot_id"][0]
+    )

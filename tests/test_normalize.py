@@ -164,6 +164,33 @@ def test_unknown_gpu_and_kernel_get_fallbacks(tmp_path):
     assert env["title"] == "Liger benchmark host · Instinct MI300X"
 
 
+def test_a_kernel_name_with_a_parameter_is_one_kernel_and_a_workload_parameter(tmp_path):
+    """Upstream's `dyt_beta=False` and `dyt_beta=True` are the kernel dyt in two workloads; the name stays as written."""
+    t = one(tmp_path, liger_row(kernel="dyt_beta=False"), liger_row(kernel="dyt_beta=True"), liger_row(kernel="dyt"))
+    runs = t["runs"].sort("raw_kernel")
+    assert runs["kernel"].to_list() == ["dyt"] * 3 and runs["raw_kernel"].to_list() == ["dyt", "dyt_beta=False", "dyt_beta=True"]
+    assert runs["kernel_title"].to_list() == ["Dynamic tanh (DyT)"] * 3 and runs["benchmark"].n_unique() == 1
+    assert [w.get("beta") for w in runs["workload"].str.json_decode().to_list()] == [None, False, True]
+    assert runs["group_id"].n_unique() == 3 and runs["run_id"].n_unique() == 3
+    assert "betafalse" in runs["workload_slug"][1]
+
+
+def test_coverage_fails_naming_a_gpu_or_kernel_the_catalogs_lack(tmp_path):
+    from pipelines.assemble import checks
+
+    write_tables(tmp_path / "known", one(tmp_path / "a", liger_row(kernel="dyt_beta=True", gpu="NVIDIA H200")))
+    assert checks.catalog_coverage(tmp_path / "known").passed
+    write_tables(tmp_path / "new", one(tmp_path / "b", liger_row(kernel="fancy_new_op", gpu="NVIDIA H300")))
+    outcome = checks.catalog_coverage(tmp_path / "new")
+    assert not outcome.passed and "NVIDIA H300" in outcome.description and "fancy_new_op" in outcome.description
+
+
+def write_tables(folder: Path, assembled: dict[str, pl.DataFrame]) -> None:
+    folder.mkdir(parents=True)
+    for name, frame in assembled.items():
+        frame.write_parquet(folder / f"{name}.parquet")
+
+
 def test_run_id_name_and_group_id_as_spec_section_2_builds_them(tmp_path):
     row = liger_row(
         kernel="fused_linear_cpo_loss",

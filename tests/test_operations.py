@@ -13,10 +13,10 @@ from conftest import FILE_GLOB, build_warehouse, git, liger_csv, liger_row
 from dagster._core.storage.defs_state.base import DefsStateStorage
 
 from pipelines.assemble import build, checks
-from pipelines.defs.resources import Warehouse
+from pipelines.core.settings import read
+from pipelines.defs.resources import Warehouse, built_from
 from pipelines.defs.source.schedules import daily_ingest, ingest_everything
 from pipelines.defs.source.sensors import upstream_data_sensor
-from pipelines.ingest.source_types import SourceError
 from pipelines.ingest.upstream_changes import SENSOR_CACHE
 from pipelines.orchestration.materialize import ingest
 from pipelines.orchestration.sensor_cursor import SensorCursor
@@ -163,6 +163,7 @@ def test_first_tick_on_an_up_to_date_warehouse_only_records_the_head(setup, inst
         result = tick(warehouse, None, instance)
     assert not result.run_requests
     assert result.cursor == head(repo)
+    assert result.skip_reason.skip_message == f"upstream head {head(repo)[:12]}: the warehouse holds every data file of it already"
 
 
 def test_a_warehouse_staged_outside_this_instance_is_staged_again_as_partitions(setup):
@@ -279,11 +280,44 @@ def test_empty_warehouse_asks_for_a_run(upstream_repo, tmp_path):
     assert len(result.run_requests) == 1
 
 
-@pytest.mark.slow
-def test_unreachable_source_fails_the_tick_with_an_actionable_message(tmp_path):
-    warehouse = warehouse_resource(tmp_path / "w", f"file://{tmp_path}/no-such-repo.git", tmp_path / "cache")
-    with dg.DagsterInstance.ephemeral() as instance, pytest.raises(SourceError, match="LIGER_SOURCE"):
-        tick(warehouse, None, instance)
+def test_unreachable_source_skips_the_tick_with_one_line_naming_it(tmp_path, monkeypatch):
+    """Offline, a tick is skipped with the reason in one line, the cursor kept; it never fails with a stack."""
+    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    source = f"file://{tmp_path}/no-such-repo.git"
+    warehouse = warehouse_resource(tmp_path / "w", source, tmp_path / "cache")
+    cursor = SensorCursor("a" * 40).dump()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = tick(warehouse, cursor, instance)
+    assert not result.run_requests and result.cursor == cursor
+    assert result.skip_reason.skip_message.startswith(f"cannot ask the source {source}: ")
+    assert "LIGER_SOURCE" in result.skip_reason.skip_message and "\n" not in result.skip_reason.skip_message
+
+
+def test_a_warehouse_of_another_source_skips_the_tick_naming_both(setup, tmp_path):
+    """The UI started with another LIGER_SOURCE than the warehouse's: each tick says so in one line."""
+    repo, warehouse = setup
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingested(warehouse, instance)
+        other = warehouse_resource(warehouse.path, str(tmp_path / "elsewhere.git"), tmp_path / "cache")
+        result = tick(other, None, instance)
+    assert not result.run_requests
+    message = result.skip_reason.skip_message
+    assert str(repo.path) in message and "elsewhere.git" in message and "\n" not in message
+
+
+def test_definitions_started_without_liger_source_read_the_warehouses_own(setup, tmp_path):
+    """`dg dev` with LIGER_SOURCE (and LIGER_STREAMS) unset reads what the warehouse was built from (a bundle, offline);
+    a setting given wins, and a new warehouse reads upstream."""
+    repo, warehouse = setup
+    env = {"WAREHOUSE_DIR": str(warehouse.path)}
+    assert built_from(read(env), env).source == read({}).source  # nothing built yet: upstream
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingested(warehouse, instance)
+    assert built_from(read(env), env).source == str(repo.path)
+    data_only = {**env, "LIGER_STREAMS": "data"}
+    assert built_from(read(data_only), data_only).streams == ("data",)
+    given = {**env, "LIGER_SOURCE": str(tmp_path / "other.git")}
+    assert built_from(read(given), given).source == str(tmp_path / "other.git")
 
 
 def test_sensor_and_schedule_are_on_by_default_and_target_every_asset():
@@ -376,3 +410,20 @@ def test_a_build_failing_a_blocking_check_is_never_published(upstream_repo, tmp_
     assert (tmp_path / "w" / "warehouse.duckdb").read_bytes() == database
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert not materialized & {"runs", "comparable_groups", "resource_documents", "report"}
+
+
+def test_upstream_source_counts_as_new_the_snapshots_its_run_stages(setup):
+    """The command registers a run's partitions before it starts: upstream_source still names them new, in the run
+    that stages them, and none in a run with nothing to stage."""
+    repo, warehouse = setup
+
+    def new_partitions(result: dg.ExecuteInProcessResult) -> list[str]:
+        [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("upstream_source")]
+        return event.materialization.metadata["new_partitions"].value
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        first = snapshot_id(repo)
+        assert new_partitions(ingested(warehouse, instance)) == [first]
+        repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "second data")
+        assert new_partitions(ingested(warehouse, instance)) == [snapshot_id(repo)]
+        assert new_partitions(ingested(warehouse, instance)) == []

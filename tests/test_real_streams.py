@@ -41,6 +41,20 @@ def test_both_streams_hold_every_run_and_every_distinct_file_version(upstream_wa
     assert set(runs["backend"]) == {"triton", "cutile", "cutedsl"}
 
 
+def test_the_catalogs_know_every_gpu_and_kernel_of_both_streams(upstream_warehouse: Path):
+    """catalogs_cover_data green on the real history; a kernel name's parameter (`dyt_beta=False`) is in the workload."""
+    from pipelines.assemble import checks
+
+    outcome = checks.catalog_coverage(upstream_warehouse)
+    assert outcome.passed, outcome.description
+    runs = read(upstream_warehouse, "runs")
+    assert runs.filter(pl.col("kernel").str.contains("=", literal=True)).is_empty()
+    beta = runs.filter(pl.col("raw_kernel").str.starts_with("dyt_beta="))
+    assert beta.height and set(beta["kernel"]) == {"dyt"}
+    assert set(beta["workload"].str.json_path_match("$.beta")) == {"true", "false"}
+    assert read(upstream_warehouse, "environments")["known"].all()
+
+
 def test_every_snapshot_of_both_streams_rebuilds_to_its_content_sha256(upstream_warehouse: Path):
     snapshots = read(upstream_warehouse, "snapshots")
     differing = []

@@ -170,3 +170,9 @@ def test_absolute_settings_are_read_in_a_folder_that_was_deleted(monkeypatch, tm
     gone.rmdir()
     got = read({"LIGER_SOURCE": str(tmp_path / "upstream.git"), "WAREHOUSE_DIR": str(tmp_path / "w")})
     assert got.source == str(tmp_path / "upstream.git") and got.warehouse_dir == tmp_path / "w"
+
+
+def test_the_order_of_liger_streams_is_not_part_of_the_source():
+    """`ci,data` on a warehouse built with `data,ci` is the same source, not another one to refuse."""
+    assert read({"LIGER_STREAMS": "ci, data"}).streams == read({"LIGER_STREAMS": "data,ci"}).streams == ("data", "ci")
+    assert read({"LIGER_STREAMS": "ci,CI"}).streams == ("ci",)

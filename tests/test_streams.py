@@ -147,3 +147,39 @@ def test_a_new_ci_folder_is_one_new_partition_and_one_run_of_the_sensor(upstream
         assert ran.success and partitions_staged(ran) == [added]
     runs = pl.read_parquet(tmp_path / "warehouse" / "runs.parquet")
     assert runs.filter(pl.col("benchmarked_commit") == "ddddddd").height == 1
+
+
+def test_a_deleted_ci_branch_is_named_as_such_not_as_a_rewrite(upstream_repo, tmp_path):
+    """gh-pages deleted upstream: the run says the branch is gone and the ci stream empty; its snapshots are kept."""
+    upstream_with_ci(upstream_repo)
+    warehouse, settings = tmp_path / "warehouse", both(upstream_repo.path, tmp_path / "cache")
+    ingest(warehouse, settings)
+    git(upstream_repo.path, "branch", "--quiet", "-D", "gh-pages")
+    with store.writer_lock(warehouse):
+        listing = sync(warehouse, settings)
+        stage_new(warehouse, settings, listing)
+        report = build_tables(warehouse, listing)
+    assert report.moved is not None and report.moved.startswith(
+        "upstream deleted a branch: the branch gh-pages is gone: the ci stream is empty"
+    )
+    assert "no longer on their branch" not in report.moved and "(4 snapshot(s) went with it)" in report.moved
+    snapshots = pl.read_parquet(warehouse / "snapshots.parquet")
+    assert snapshots.filter(pl.col("stream") == "ci")["on_branch"].to_list() == [False] * 4
+    assert snapshots.filter(pl.col("stream") == "data")["on_branch"].all()
+
+
+def test_a_folder_renamed_to_its_release_name_gives_its_runs_the_release(upstream_repo, tmp_path):
+    """Upstream renames `<commit>/` to `<commit>-v<version>/` once the commit is released: the runs it carries, first
+    seen in the folder without a release, take the release from the renamed one."""
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "data", "2025-01-01T00:00:00Z")
+    git(upstream_repo.path, "checkout", "--quiet", "--orphan", "gh-pages")
+    git(upstream_repo.path, "rm", "-r", "--quiet", "--cached", ".")
+    git(upstream_repo.path, "clean", "-fdq", "benchmark")
+    text = liger_csv(ci_row("2025-02-01 00:00:00", "1.0"))
+    upstream_repo.commit({"benchmarks/ddddddd/benchmark.csv": text}, "Add benchmark for commit ddddddd", "2025-02-01T01:00:00Z")
+    git(upstream_repo.path, "mv", "benchmarks/ddddddd", "benchmarks/ddddddd-v0.8.0")
+    git(upstream_repo.path, "commit", "--quiet", "-m", "Rename ddddddd to its release", date="2025-02-02T01:00:00Z")
+    git(upstream_repo.path, "checkout", "--quiet", "main")
+    tables = ingest(tmp_path / "warehouse", both(upstream_repo.path, tmp_path / "cache"))
+    ci = tables["runs"].filter(pl.col("stream") == "ci")
+    assert ci.select("benchmarked_commit", "release").rows() == [("ddddddd", "0.8.0")]

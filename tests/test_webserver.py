@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import liger_csv, liger_row
 
 from pipelines.core import settings
 from pipelines.duck import db
@@ -274,3 +275,63 @@ def materialized_counts(node: dict) -> dict[str, list[dict]]:
         values = {e["label"]: e["intValue"] for e in event["metadataEntries"] if "intValue" in e}
         counts.setdefault(event["partition"], []).append(values)
     return counts
+
+
+TICKS = """
+query Ticks($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) { __typename ... on Sensor {
+    sensorState { ticks(limit: 10) { status skipReason error { message } } } } }
+}"""
+
+
+def test_the_readme_ui_line_on_a_warehouse_built_from_another_source_ticks_without_failing(upstream_repo, tmp_path):
+    """The README's order offline: `materialize` with LIGER_SOURCE (the bundle), then `DAGSTER_HOME=$PWD dg dev`
+    without it. The definitions read the warehouse's own source, so the sensor's tick asks it and is skipped (nothing
+    new), never failed; the UI serves."""
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "data")
+    warehouse = tmp_path / "warehouse"
+    home = instance_home(tmp_path)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LIGER_")},
+        "DAGSTER_HOME": str(home),
+        "WAREHOUSE_DIR": str(warehouse),
+        "LIGER_CACHE_DIR": str(tmp_path / "cache"),
+        "LIGER_SENSOR_INTERVAL_S": "10",
+        "VIRTUAL_ENV": str(Path(sys.executable).parent.parent),
+    }
+    built = subprocess.run(
+        [sys.executable, "-m", "pipelines", "materialize"],
+        env={**env, "LIGER_SOURCE": str(upstream_repo.path)},
+        cwd=settings.PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    port, log = free_port(), tmp_path / "dg-dev.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "dg"), "dev", "--host", HOST, "--port", str(port)],
+            cwd=settings.PROJECT_ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    dagster = Dagster(port, log)
+    try:
+        dagster.wait_until_serving(process)
+        [entry] = dagster.graphql(WORKSPACE)["workspaceOrError"]["locationEntries"]
+        [repository] = entry["locationOrLoadError"]["repositories"]
+        selector = {"repositoryLocationName": entry["name"], "repositoryName": repository["name"], "sensorName": "upstream_data_sensor"}
+        deadline = time.monotonic() + STARTUP_SECONDS
+        ticks: list[dict] = []
+        while not ticks and time.monotonic() < deadline:
+            time.sleep(2)
+            ticks = dagster.graphql(TICKS, {"selector": selector})["sensorOrError"]["sensorState"]["ticks"]
+        assert ticks, f"no sensor tick within {STARTUP_SECONDS}s:\n{log.read_text()[-3000:]}"
+        assert [t["status"] for t in ticks] == ["SKIPPED"] * len(ticks), ticks
+        # Skipped because nothing is new at the warehouse's own source, not because it asked another one.
+        assert all("cannot ask the source" not in t["skipReason"] for t in ticks), ticks
+        assert not any(run for run in dagster.runs() if by_sensor(run))
+    finally:
+        stop(process)

@@ -6,7 +6,9 @@ from pipelines.core.canonical import canonical_json, digest, slug
 from pipelines.core.workload import (
     ConfigError,
     build_workload,
+    kernel_parameter,
     parse_config,
+    split_kernel,
     typed_x_value,
     workload_params,
 )
@@ -123,3 +125,26 @@ def test_slug_rules():
 def test_too_large_number_is_a_config_error():
     with pytest.raises(ConfigError, match="too large"):
         build_workload('{"a": 1e999}', "H", "1")
+
+
+@pytest.mark.parametrize(
+    ("name", "kernel", "parameter"),
+    [
+        ("dyt_beta=False", "dyt", "beta=False"),
+        ("dyt_beta=True", "dyt", "beta=True"),
+        ("fused_linear_cross_entropy", "fused_linear_cross_entropy", ""),
+        ("fused_linear_jsd_temperature=0.5", "fused_linear_jsd", "temperature=0.5"),
+        ("beta=1", "beta=1", ""),  # no kernel before the parameter: the name is the kernel
+    ],
+)
+def test_a_kernel_name_with_a_parameter_is_the_kernel_and_a_workload_parameter(name, kernel, parameter):
+    assert split_kernel(name) == (kernel, parameter)
+
+
+def test_the_kernel_names_parameter_is_typed_and_joins_the_workload():
+    assert kernel_parameter("beta=False") == {"beta": False} and kernel_parameter("beta=TRUE") == {"beta": True}
+    assert kernel_parameter("B=4") == {"batch": 4} and kernel_parameter("") == {}
+    with_beta = build_workload('{"dtype": "torch.float32"}', "hidden_size", "4096", "beta=False")
+    assert with_beta.params == {"beta": False, "dtype": "fp32", "hidden": 4096}
+    assert with_beta.slug == "betafalse-hidden4096-fp32"
+    assert with_beta.digest != build_workload('{"dtype": "torch.float32"}', "hidden_size", "4096", "beta=True").digest

@@ -95,7 +95,7 @@ def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
     stage.publish(build, LINKS)
     if current is not None and current.key != build.key:
         # A build kept from before (the history pushed back) moves the branch as much as a new one.
-        report.moved = _moved(_on_branch(current), _on_branch(build), build.content)
+        report.moved = _moved(_on_branch(current), _on_branch(build), build.content, _branches_gone(warehouse), current.content)
     return report
 
 
@@ -140,19 +140,70 @@ def _on_branch(build: builds.Build | None) -> dict[str, bool]:
     return dict(zip(frame["snapshot_id"].to_list(), frame["on_branch"].to_list()))
 
 
-def _moved(before: dict[str, bool], after: dict[str, bool], folder: Path) -> str | None:
-    """The line a run prints when a force-push moved upstream's history: what left the branch, what came back."""
+def _branches_gone(warehouse: Path) -> dict[str, str]:
+    """{stream: branch} of the streams whose branch the last sync found missing (an optional stream, read empty):
+    a deleted `gh-pages` empties the `ci` stream, which is no rewrite of the history."""
+    raw = store.read_state(layout.Layout(warehouse).listing)
+    absent = raw.get("absent_streams") if isinstance(raw.get("absent_streams"), list) else []
+    streams = raw.get("identity", {}).get("streams") if isinstance(raw.get("identity"), dict) else None
+    branches = {s.get("stream"): s.get("branch") for s in streams if isinstance(s, dict)} if isinstance(streams, list) else {}
+    return {name: str(branches.get(name) or name) for name in absent if isinstance(name, str)}
+
+
+# The query a rewrite's line gives: the runs whose published value the rewrite replaced, the old row kept in quarantine.
+CHANGED_VALUES_QUERY = (
+    "SELECT q.snapshot_id, q.reason FROM quarantine AS q JOIN snapshots AS s USING (snapshot_id) "
+    "WHERE NOT s.on_branch AND q.reason LIKE 'conflict:%'"
+)
+NAMED_KERNELS = 5
+
+
+def _changed_values(previous: Path, folder: Path) -> str | None:
+    """How many runs of the previous build have another value in this one, and their kernels; None when none."""
+    columns = ["run_id", "kernel", "raw_y_value_50", "raw_y_value_20", "raw_y_value_80"]
+    old, new = (pl.scan_parquet(build / layout.table_file("runs")).select(columns) for build in (previous, folder))
+    try:
+        changed = (
+            old.join(new, on="run_id", suffix="_now")
+            .filter(pl.any_horizontal(*[~pl.col(c).eq_missing(pl.col(f"{c}_now")) for c in columns[2:]]))
+            .select("kernel")
+            .collect()
+        )
+    except (OSError, pl.exceptions.PolarsError):
+        return None  # the previous build is gone or damaged: the line says what moved, without the count
+    if changed.is_empty():
+        return None
+    kernels = sorted(set(changed["kernel"]))
+    named = ", ".join(kernels[:NAMED_KERNELS]) + (", ..." if len(kernels) > NAMED_KERNELS else "")
+    return f'{changed.height} run(s) changed value ({named}; `python -m pipelines sql "{CHANGED_VALUES_QUERY}"` lists them)'
+
+
+def _moved(
+    before: dict[str, bool], after: dict[str, bool], folder: Path, gone: dict[str, str] | None = None, previous: Path | None = None
+) -> str | None:
+    """The line a run prints when a force-push moved upstream's history: what left the branch, what came back, how many
+    runs changed value (their kernels, and the query that lists them); a stream whose branch was deleted (`gone`:
+    {stream: branch}) is named as such."""
     left = sorted(s for s, on in after.items() if not on and before.get(s, False))
     back = sorted(s for s, on in after.items() if on and before.get(s) is False)
     if not left and not back:
         return None
     runs = pl.scan_parquet(folder / layout.table_file("runs")).filter(~pl.col("on_branch")).select(pl.len()).collect().item()
     parts = []
+    if gone and left:
+        stream_of = dict(pl.read_parquet(folder / layout.table_file("snapshots"), columns=["snapshot_id", "stream"]).iter_rows())
+        for stream, branch in sorted(gone.items()):
+            if emptied := [s for s in left if stream_of.get(s) == stream]:
+                parts.append(f"the branch {branch} is gone: the {stream} stream is empty ({len(emptied)} snapshot(s) went with it)")
+        left = [s for s in left if stream_of.get(s) not in gone]
     if left:
         parts.append(f"{len(left)} snapshot(s) are no longer on their branch ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})")
     if back:
         parts.append(f"{len(back)} snapshot(s) are on it again")
+    if previous is not None and (changed := _changed_values(previous, folder)):
+        parts.append(changed)
+    headline = "upstream history was rewritten" if left or back else "upstream deleted a branch"
     return (
-        f"upstream history was rewritten: {'; '.join(parts)}; what left is kept, marked snapshots.on_branch = false, "
+        f"{headline}: {'; '.join(parts)}; what left is kept, marked snapshots.on_branch = false, "
         f"and {runs} run(s) only it holds are kept, marked runs.on_branch = false"
     )

@@ -31,7 +31,9 @@ class History:
         return {ref.snapshot_id: ref.sequence for ref in self.listing.snapshots}
 
     def on_branch(self, meta: SnapshotMeta) -> bool:
-        return self._listed is None or meta.snapshot_id in self._listed
+        # A plain CSV's listing names its current content only, but its contents are snapshots in the order ingested,
+        # none a rewrite of another (SPEC section 2): every one stays, so first seen and first values do not move.
+        return self._listed is None or meta.snapshot_id in self._listed or meta.stream == "file"
 
     def sequence(self, meta: SnapshotMeta) -> int:
         """Its place in the branch now (a rewrite renumbers what follows it); the place it had for one no longer on it."""
@@ -50,6 +52,11 @@ class History:
     @cached_property
     def ci(self) -> frozenset[str]:
         return frozenset(m.snapshot_id for m in self.staged if m.stream == "ci")
+
+    @cached_property
+    def released(self) -> frozenset[str]:
+        """The CI snapshots whose folder names a release (`<commit>-v<version>/`)."""
+        return frozenset(m.snapshot_id for m in self.staged if m.stream == "ci" and m.release)
 
     @cached_property
     def latest(self) -> frozenset[str]:

@@ -24,13 +24,14 @@ STAGED_RUNS = pl.Schema(
         "first_seen_snapshot": pl.String,
         "last_seen_snapshot": pl.String,
         "in_latest": pl.Boolean,
-        # The first CI snapshot that carries the run (its benchmarked commit and release are the run's), if one does.
+        # The first CI snapshot that carries the run and names a release, else the first that carries it (its benchmarked
+        # commit and release are the run's), if one does.
         "ci_snapshot": pl.String,
         "on_branch": pl.Boolean,
     }
 )
 # The run key of SPEC section 2, in the column names of RUN_ROWS.
-RUN_KEY = ("kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
+RUN_KEY = ("raw_kernel", "provider", "pass", "metric", "x_name", "x_value", "raw_config", "gpu_name", "raw_timestamp")
 
 
 @dataclass(frozen=True)
@@ -39,16 +40,21 @@ class SnapshotMarks:
 
     ci: frozenset[str] = frozenset()
     off_branch: frozenset[str] = frozenset()
+    # CI snapshots whose folder names a release: a folder renamed to its release name gives its runs the release.
+    released: frozenset[str] = frozenset()
 
     def is_ci(self) -> pl.Expr:
         return pl.col("snapshot_id").is_in(list(self.ci)) if self.ci else pl.lit(False)
+
+    def is_released(self) -> pl.Expr:
+        return pl.col("snapshot_id").is_in(list(self.released)) if self.released else pl.lit(False)
 
     def is_on_branch(self) -> pl.Expr:
         return ~pl.col("snapshot_id").is_in(list(self.off_branch)) if self.off_branch else pl.lit(True)
 
 
 def marks_of(history: History) -> SnapshotMarks:
-    return SnapshotMarks(ci=history.ci, off_branch=history.off_branch)
+    return SnapshotMarks(ci=history.ci, off_branch=history.off_branch, released=history.released)
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,7 @@ def each_row_a_run(rows: pl.DataFrame, marks: SnapshotMarks | None = None) -> pl
 
 def _provenance(rows: pl.DataFrame, marks: SnapshotMarks) -> pl.DataFrame:
     """Per run key (`_key`): the row of its first occurrence, its last snapshot on the branch (else its last), whether
-    any of its snapshots is a latest one, its first CI snapshot and whether one of its snapshots is on the branch;
+    any of its snapshots is a latest one, its first CI snapshot that names a release (else its first CI snapshot) and whether one of its snapshots is on the branch;
     sorted by run_id. Rows are in history order (snapshots on the branch first), which group_by keeps within groups."""
     return (
         rows.select(
@@ -145,6 +151,7 @@ def _provenance(rows: pl.DataFrame, marks: SnapshotMarks) -> pl.DataFrame:
             "snapshot_id",
             "_latest",
             marks.is_ci().alias("_ci"),
+            marks.is_released().alias("_released"),
             marks.is_on_branch().alias("_on"),
         )
         .group_by("_key")
@@ -153,7 +160,9 @@ def _provenance(rows: pl.DataFrame, marks: SnapshotMarks) -> pl.DataFrame:
             pl.col("run_id").first(),
             pl.coalesce(pl.col("snapshot_id").filter(pl.col("_on")).last(), pl.col("snapshot_id").last()).alias("last_seen_snapshot"),
             pl.col("_latest").any().alias("in_latest"),
-            pl.col("snapshot_id").filter(pl.col("_ci")).first().alias("ci_snapshot"),
+            pl.coalesce(
+                pl.col("snapshot_id").filter(pl.col("_released")).first(), pl.col("snapshot_id").filter(pl.col("_ci")).first()
+            ).alias("ci_snapshot"),
             pl.col("_on").any().alias("on_branch"),
         )
         .sort("run_id", "_row")

@@ -14,6 +14,7 @@ import datetime as dt
 import io
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from itertools import groupby
@@ -32,20 +33,32 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+# Characters that would move the cursor or end a line inside a cell (upstream's text may hold any: a CR, an escape
+# sequence): the table and markdown formats print them as escapes; csv and json quote them their own way.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible(text: str) -> str:
+    """`text` with every control character as an escape (`\\r`, `\\x1b`), so that a cell stays on its line."""
+    return _CONTROLS.sub(lambda found: _NAMED.get(found.group(), found.group().encode("unicode_escape").decode("ascii")), text)
+
+
 def format_table(result: Result, max_rows: int | None = None, right: Sequence[bool] | None = None) -> str:
     """Aligned columns with a header rule and a row count; `max_rows` caps the rows shown.
 
     Columns holding numbers are right-aligned, or those `right` says.
     """
     shown = result.rows if not max_rows else result.rows[:max_rows]
-    cells = [[format_cell(value) for value in row] for row in shown]
-    widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(result.columns)]
+    cells = [[visible(format_cell(value)) for value in row] for row in shown]
+    columns = [visible(name) for name in result.columns]
+    widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(columns)]
     numeric = right or [any(_is_number(row[i]) for row in shown) for i in range(len(result.columns))]
 
     def line(values: Sequence[str]) -> str:
         return "  ".join(v.rjust(w) if right else v.ljust(w) for v, w, right in zip(values, widths, numeric, strict=True)).rstrip()
 
-    lines = [line(result.columns), line(["-" * w for w in widths])]
+    lines = [line(columns), line(["-" * w for w in widths])]
     lines += [line(row) for row in cells]
     hidden = len(result.rows) - len(shown)
     more = f", {hidden} not shown: raise --max-rows or use --format csv" if hidden else ""
@@ -54,7 +67,8 @@ def format_table(result: Result, max_rows: int | None = None, right: Sequence[bo
 
 
 def format_markdown(result: Result) -> str:
-    return metadata.markdown_table(result.columns, result.rows, cell=lambda value: format_cell(value, null=""), width=None)
+    columns = [visible(name) for name in result.columns]
+    return metadata.markdown_table(columns, result.rows, cell=lambda value: visible(format_cell(value, null="")), width=None)
 
 
 def _plain(value: Any) -> Any:

@@ -24,7 +24,8 @@ SHARED = {
     "name": "machine-readable name",
     "title": "name for people",
     "benchmark": "upstream's benchmark script",
-    "kernel": "the kernel benchmarked",
+    "kernel": "the kernel benchmarked (a parameter its name carried, as in dyt_beta=False, is in the workload)",
+    "raw_kernel": "kernel_name verbatim",
     "kernel_title": "the kernel's name for people",
     "provider": "the implementation's provider (liger, torch, huggingface, ...)",
     "backend": "the backend its file was written for (triton, cutile, cutedsl, ...)",
@@ -37,6 +38,7 @@ SHARED = {
     "x_name": "the swept variable",
     "x_label": "the swept variable's label",
     "x_value": "the swept value, as in the CSV",
+    "x_value_num": "the swept value as a number (null when it is not one)",
     "workload": "the workload as canonical JSON",
     "workload_slug": "the workload as a short readable key",
     "workload_digest": "sha256 of the canonical workload",
@@ -185,6 +187,13 @@ COLUMNS: dict[str, dict[str, str]] = {
         "noise": "the series' noise (series_noise.noise)",
     },
     "sweep_comparisons": {"n_points": "sweep points compared"},
+    # The view in human units: its inherited words would say ns and bytes.
+    "readable_runs": {
+        "value": "median in ms (speed) or MiB (memory); another metric in its raw unit",
+        "p20": "20th percentile in ms (speed) or MiB (memory); another metric in its raw unit",
+        "p80": "80th percentile in ms (speed) or MiB (memory); another metric in its raw unit",
+        "unit": "ms, MiB, or the raw unit of another metric",
+    },
 }
 
 

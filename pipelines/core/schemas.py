@@ -33,7 +33,7 @@ REQUIRED_COLUMNS = tuple(c for c in LIGER_COLUMNS if c not in ("x_label", "liger
 # Where `runs` keeps each CSV field's text exactly as written (the normalizer's renames; the Liger CSV
 # export and the tests read the same map back).
 AS_WRITTEN = {
-    "kernel_name": "kernel",
+    "kernel_name": "raw_kernel",
     "kernel_provider": "provider",
     "kernel_operation_mode": "pass",
     "metric_name": "metric",
@@ -56,7 +56,9 @@ RUNS = pl.Schema(
         "name": pl.String,
         "title": pl.String,
         "benchmark": pl.String,
+        # A parameter the kernel name carried (`dyt_beta=False`) is in the workload; the name as written in raw_kernel.
         "kernel": pl.String,
+        "raw_kernel": pl.String,
         "kernel_title": pl.String,
         "provider": pl.String,
         "pass": pl.String,

@@ -88,8 +88,10 @@ def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> S
             raise SettingError(f"{name}={_shown(raw)} {what}: give one from {low} to {high}, or unset it for the default ({default})")
         return value
 
-    streams = tuple(dict.fromkeys(name.strip().lower() for name in text("LIGER_STREAMS", ",".join(STREAMS)).split(",") if name.strip()))
-    unknown = [name for name in streams if name not in STREAMS]
+    given = {name.strip().lower() for name in text("LIGER_STREAMS", ",".join(STREAMS)).split(",") if name.strip()}
+    unknown = given - set(STREAMS)
+    # A set, read in STREAMS' order: `ci,data` is the same source as `data,ci`.
+    streams = tuple(name for name in STREAMS if name in given)
     if unknown or not streams:
         raise SettingError(
             f"LIGER_STREAMS={_shown(env.get('LIGER_STREAMS', ''))} names no stream or an unknown one: "

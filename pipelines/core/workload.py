@@ -29,6 +29,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
 RAW_TO_CANONICAL = {raw: canonical for canonical, raws in ALIASES.items() for raw in raws}
 
 _INT = re.compile(r"[+-]?[0-9]+")
+# A kernel name with a workload parameter baked in (upstream's `dyt_beta=False`): the kernel, the parameter's name
+# (the text between the last `_` before the `=` and the `=`) and its value.
+KERNEL_PARAMETER = r"(?s)^(.+?)_([^_=]+)=(.*)$"
+_KERNEL_PARAMETER = re.compile(KERNEL_PARAMETER)
 MAX_CONFIG_DEPTH = 32
 
 
@@ -117,9 +121,28 @@ def dtype_name(value: Any) -> Any:
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}.get(short, short)
 
 
-def workload_params(config: dict[str, Any], x_name: str, x_value: str) -> dict[str, Any]:
+def split_kernel(kernel_name: str) -> tuple[str, str]:
+    """(kernel, `name=value` parameter) of a kernel name: `dyt_beta=False` is the kernel `dyt` with `beta=False`;
+    a name without `=` is the kernel, with no parameter ("")."""
+    found = _KERNEL_PARAMETER.match(kernel_name)
+    return (found.group(1), f"{found.group(2)}={found.group(3)}") if found else (kernel_name, "")
+
+
+def kernel_parameter(parameter: str) -> dict[str, Any]:
+    """`beta=False` as a workload parameter, {"beta": False}: True and False (any case) are booleans, a number is
+    typed as an x value is; {} for no parameter."""
+    if not parameter:
+        return {}
+    name, _, text = parameter.partition("=")
+    lowered = text.strip().lower()
+    value = lowered == "true" if lowered in ("true", "false") else typed_x_value(text)
+    return {canonical_key(name): value}
+
+
+def workload_params(config: dict[str, Any], x_name: str, x_value: str, parameter: str = "") -> dict[str, Any]:
     kept = {k: v for k, v in config.items() if k not in DROPPED_KEYS and v is not None}
     params = rename_aliases(kept)
+    params.update(kernel_parameter(parameter))
     params[canonical_key(x_name)] = typed_x_value(x_value)
     if "dtype" in params:
         params["dtype"] = dtype_name(params["dtype"])
@@ -137,9 +160,10 @@ def workload_slug(params: dict[str, Any]) -> str:
     return "-".join(parts) or "default"
 
 
-def build_workload(config_text: str | None, x_name: str, x_value: str) -> Workload:
-    """Raises ConfigError when the config is not a JSON object."""
-    params = workload_params(parse_config(config_text), x_name, x_value)
+def build_workload(config_text: str | None, x_name: str, x_value: str, parameter: str = "") -> Workload:
+    """Raises ConfigError when the config is not a JSON object. `parameter` is the one a kernel name carried
+    (split_kernel)."""
+    params = workload_params(parse_config(config_text), x_name, x_value, parameter)
     try:
         canonical = canonical_json(params)
     except ValueError:

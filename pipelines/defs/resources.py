@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -9,6 +10,7 @@ import dagster as dg
 from pipelines.core import instance, lifetime, settings
 from pipelines.core.settings import Settings
 from pipelines.duck import db
+from pipelines.ingest.upstream_changes import recorded_source
 from pipelines.storage import store
 
 
@@ -85,11 +87,25 @@ class Warehouse(dg.ConfigurableResource):
 
 
 def default_warehouse() -> Warehouse:
-    current = settings.read()
+    """The settings of the environment; while LIGER_SOURCE is unset, a warehouse already built reads the source it was
+    built from (and its streams, while LIGER_STREAMS is unset too), so that the UI, the daemon and `materialize`
+    started without the variables keep reading what the warehouse holds (a bundle, offline) instead of being refused
+    as another source. A new warehouse reads upstream."""
+    current = built_from(settings.read(), os.environ)
     if home := os.environ.get("DAGSTER_HOME"):
         # The daemon, the webserver and `dg dev` load the definitions on the instance in DAGSTER_HOME.
         instance.claim(Path(home), current.warehouse_dir)
     return Warehouse.of(current)
+
+
+def built_from(current: Settings, environ) -> Settings:
+    """`current` with the source (and streams) the warehouse records, for each of LIGER_SOURCE and LIGER_STREAMS unset."""
+    if environ.get("LIGER_SOURCE", "").strip() or (recorded := recorded_source(current.warehouse_dir)) is None:
+        return current
+    source, streams = recorded
+    if environ.get("LIGER_STREAMS", "").strip() or streams is None:
+        return replace(current, source=source)
+    return replace(current, source=source, streams=streams)
 
 
 @dg.definitions

@@ -142,7 +142,7 @@ def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
         with con.cursor() as cursor:
             for table in tables:
                 try:
-                    create_table(cursor, table, "SELECT * FROM read_parquet(?, union_by_name = true)", [sources[table]])
+                    create_table(cursor, table, _select_all(cursor, table, sources[table]), [sources[table]])
                 except duckdb.Error:  # random damage raises any of its kinds; parquet_reads below tells
                     damaged = Path(sources[table])
                     if not damaged.is_file() or store.parquet_reads(damaged):
@@ -165,6 +165,28 @@ def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
         create_table(con, "runs_in_order", "SELECT * FROM runs ORDER BY run_id")
         con.execute("DROP TABLE runs")
         con.execute("ALTER TABLE runs_in_order RENAME TO runs")
+
+
+# Columns computed beside a Parquet column as the file is loaded: the numeric x value, so that "the largest size"
+# needs no TRY_CAST (null when the text is not a finite number).
+COMPUTED_AFTER = {
+    ("runs", "x_value"): "CASE WHEN isfinite(TRY_CAST(x_value AS DOUBLE)) THEN TRY_CAST(x_value AS DOUBLE) END AS x_value_num"
+}
+
+
+def _select_all(con: duckdb.DuckDBPyConnection, table: str, source: str) -> str:
+    """The SELECT that loads `table` from its Parquet `source` (the one parameter): every column, each computed one
+    of COMPUTED_AFTER right after the column it is computed from."""
+    read = "read_parquet(?, union_by_name = true)"
+    if not any(name == table for name, _ in COMPUTED_AFTER):
+        return f"SELECT * FROM {read}"
+    columns = [column for column, *_ in con.execute(f"DESCRIBE SELECT * FROM {read}", [source]).fetchall()]
+    listed = []
+    for column in columns:
+        listed.append(f'"{column}"')
+        if computed := COMPUTED_AFTER.get((table, column)):
+            listed.append(computed)
+    return f"SELECT {', '.join(listed)} FROM {read}"
 
 
 def create_table(con: duckdb.DuckDBPyConnection, name: str, select: str, params: list | None = None) -> None:

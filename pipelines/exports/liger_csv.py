@@ -135,7 +135,7 @@ def _accepted_rows(warehouse: Path, snapshot_id: str) -> pl.DataFrame:
     )
     measured = measured.rename({s: f"measured_{s}" for s in STATISTICS.values() if s in measured.columns})
     frame = placed.join(runs, on="run_id", how="left").collect().join(measured, on="run_id", how="left")
-    missing = frame.filter(pl.col("kernel").is_null())["run_id"].to_list()
+    missing = frame.filter(pl.col("raw_kernel").is_null())["run_id"].to_list()
     if missing:
         raise ExportError(f"snapshot {snapshot_id} places runs that are not in the runs table: {missing[:5]}")
     return frame

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from pipelines.core.schemas import AS_WRITTEN, LIGER_COLUMNS, QUARANTINE, RUN_ROWS
-from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.normalize_cache import DistinctCache, split_kernel_names
 from pipelines.ingest.normalize_quarantine import is_bad, raw_line, reasons, with_y_numbers
 from pipelines.ingest.normalize_rules import TIMESTAMP_FORMAT, UNIT_CONVERSIONS
 from pipelines.ingest.parse_header import RAW_TEXT, ROW_NUMBER, Header
@@ -44,6 +44,7 @@ def normalize(
         .dt.replace_time_zone("UTC")
         .alias("_observed_at"),
     )
+    frame = split_kernel_names(frame, "kernel_name")
     frame = cache.workloads.attach(frame.with_columns(pl.col("extra_benchmark_config_str", "x_name", "x_value").fill_null("")))
     frame = with_y_numbers(frame)
     frame = frame.with_columns(is_bad())

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from pipelines.core import workload
 from pipelines.ingest.normalize_rules import (
     BENCHMARK_FIELDS,
     WORKLOAD_FIELDS,
@@ -18,6 +19,21 @@ from pipelines.ingest.normalize_rules import (
 )
 
 KNOWN_ROW = "_known_row"
+# The `name=value` a kernel name carries (pipelines.core.workload.split_kernel), "" for none: part of the workload.
+KERNEL_PARAMETER = "_kernel_parameter"
+
+
+def split_kernel_names(frame: pl.DataFrame, raw: str) -> pl.DataFrame:
+    """`frame` with the kernel of its kernel names in `kernel` and their parameter in KERNEL_PARAMETER
+    (pipelines.core.workload.split_kernel, as polars expressions)."""
+    parts = pl.col(raw).str.extract_groups(workload.KERNEL_PARAMETER)
+    return frame.with_columns(
+        pl.coalesce(parts.struct.field("1"), pl.col(raw)).alias("kernel"),
+        pl.when(parts.struct.field("1").is_not_null())
+        .then(pl.format("{}={}", parts.struct.field("2"), parts.struct.field("3")))
+        .otherwise(pl.lit(""))
+        .alias(KERNEL_PARAMETER),
+    )
 
 
 class Lookup:
@@ -93,9 +109,9 @@ class DistinctCache:
 
     workloads: Lookup = field(
         default_factory=lambda: Lookup(
-            ["extra_benchmark_config_str", "x_name", "x_value"],
+            ["extra_benchmark_config_str", "x_name", "x_value", KERNEL_PARAMETER],
             {n: pl.String for n in (*WORKLOAD_FIELDS, "_workload_name")},
-            _with_slug(per_key(lambda c, n, v: workload_fields(c, n, v), list(WORKLOAD_FIELDS)), "_workload_name", pl.col("workload_slug")),
+            _with_slug(per_key(workload_fields, list(WORKLOAD_FIELDS)), "_workload_name", pl.col("workload_slug")),
             track=True,
         )
     )

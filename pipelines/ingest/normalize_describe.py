@@ -7,10 +7,10 @@ import hashlib
 import polars as pl
 
 from pipelines.core.canonical import NAME_MAX_CHARS
-from pipelines.ingest.normalize_cache import DistinctCache
+from pipelines.ingest.normalize_cache import DistinctCache, split_kernel_names
 
 # What `describe` takes from each snapshot: its source, file, stream and backend for the runs first seen in it, its
-# CI folder's benchmarked commit and release for the runs whose first CI snapshot it is.
+# CI folder's benchmarked commit and release for the runs whose CI snapshot (run_identity's ci_snapshot) it is.
 SOURCES = pl.Schema(
     {
         "snapshot_id": pl.String,
@@ -53,8 +53,8 @@ def describe(runs: pl.DataFrame, cache: DistinctCache, sources: pl.DataFrame) ->
     rows are down to their runs, so they are never written, read back and sorted with every staged row.
 
     `sources` holds, per snapshot_id, its source, source_file, stream and backend (taken from the run's first
-    snapshot) and its CI folder's benchmarked_commit and release (taken from the run's first CI snapshot)."""
-    frame = cache.workloads.attach(runs.rename({"raw_config": "extra_benchmark_config_str"}))
+    snapshot) and its CI folder's benchmarked_commit and release (taken from the run's ci_snapshot: its first CI snapshot naming a release, else its first)."""
+    frame = cache.workloads.attach(split_kernel_names(runs, "raw_kernel").rename({"raw_config": "extra_benchmark_config_str"}))
     frame = frame.rename({"extra_benchmark_config_str": "raw_config"})
     frame = cache.environments.attach(frame)
     frame = cache.benchmarks.attach(frame)

@@ -25,9 +25,9 @@ WORKLOAD_FIELDS = ("workload", "workload_slug", "workload_digest", "x_key", "swe
 BENCHMARK_FIELDS = ("benchmark", "kernel_title", "title", "protocol_digest", "_kernel_json")
 
 
-def workload_fields(config: str, x_name: str, x_value: str) -> tuple[str | None, ...]:
+def workload_fields(config: str, x_name: str, x_value: str, parameter: str = "") -> tuple[str | None, ...]:
     try:
-        workload = build_workload(config, x_name, x_value)
+        workload = build_workload(config, x_name, x_value, parameter)
     except ConfigError as exc:
         return (None,) * 6 + (str(exc),)
     x_key = canonical_key(x_name)

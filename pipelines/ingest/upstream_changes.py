@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pipelines.core.layout import Layout
 from pipelines.core.settings import Settings
 from pipelines.ingest.source import Source
 from pipelines.ingest.source_csv import CsvSource
@@ -28,6 +29,8 @@ class UpstreamCheck:
     # None when the head did not move (nothing was fetched or listed).
     listing: Listing | None = None
     files_at_head_changed: bool = False
+    # No head was known before (a sensor's first tick): the head is new to the sensor, not a move upstream.
+    first: bool = False
 
     def summary(self, staging: str | None = None) -> str:
         """One line for the sensor's log; `staging` is the planner's summary of the run it asks for, when that
@@ -40,7 +43,23 @@ class UpstreamCheck:
             return f"upstream head {self.head[:12]}: {staging}"
         if self.files_at_head_changed:
             return f"upstream head {self.head[:12]} added or removed a data file"
+        if self.first:
+            return f"upstream head {self.head[:12]}: the warehouse holds every data file of it already"
         return f"upstream head moved to {self.head[:12]} without changing a data file"
+
+
+def recorded_source(warehouse: Path) -> tuple[str, tuple[str, ...] | None] | None:
+    """The source the warehouse was built from, as LIGER_SOURCE gave it, and the streams it read (None when its
+    listing predates recorded streams); None for a warehouse never synced (or a damaged listing, which the next
+    sync writes again)."""
+    raw = store.read_state(Layout(warehouse).listing)
+    if not isinstance(raw.get("source"), str) or not raw["source"]:
+        return None
+    streams = raw.get("identity", {}).get("streams") if isinstance(raw.get("identity"), dict) else None
+    names = (
+        tuple(s["stream"] for s in streams if isinstance(s, dict) and isinstance(s.get("stream"), str)) if isinstance(streams, list) else ()
+    )
+    return raw["source"], names or None
 
 
 def sensor_listing(warehouse: Path, settings: Settings, source: Source | None = None) -> Listing:
@@ -65,4 +84,9 @@ def check_upstream(warehouse: Path, settings: Settings, last_head: str | None) -
     except store.DamagedFile:
         recorded = None  # the run this asks for lists the source again
     recorded_files = set(recorded.files_at_head) if recorded else set()
-    return UpstreamCheck(head=listing.head or head, listing=listing, files_at_head_changed=recorded_files != set(listing.files_at_head))
+    return UpstreamCheck(
+        head=listing.head or head,
+        listing=listing,
+        files_at_head_changed=recorded_files != set(listing.files_at_head),
+        first=last_head is None,
+    )

@@ -1,13 +1,15 @@
--- change_points (SPEC section 8): one row per persistent shift in a series, as
--- pipelines/series/change_points.py found it (change_point_rows: the series,
--- the rowids of the last run before and the first run after the shift, the
--- medians of the two segments, confidence and cause), joined back to runs for
--- what a reader wants beside it. ratio = before_value / after_value (above 1:
--- the newer runs are faster or leaner), so verdict is improved above 1 and
--- regressed below; only latency and memory series are searched (the only
+-- change_points (SPEC section 8): one row per persistent shift in a series:
+-- the last run before and the first run after the shift, the median levels of
+-- the two segments, the confidence and the likely cause. ratio = before_value
+-- / after_value (above 1: the newer runs are faster or leaner), so verdict is
+-- improved above 1 and regressed below; only latency and memory series are searched (the only
 -- metrics with a direction). before_commit / after_commit: the benchmarked
 -- commits where known, else the data commits that first carried the runs
 -- (series_points.sql's commit). Stored in series order, then time.
+
+-- pipelines/series/change_points.py finds the shifts (change_point_rows: the
+-- series, the rowids of the runs around each, the segments' medians, confidence
+-- and cause); this joins them back to runs for what a reader wants beside them.
 WITH found AS (
     SELECT
         found.*,

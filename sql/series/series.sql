@@ -5,7 +5,9 @@
 -- is left out, here and in series_points.sql.
 -- pool: the comparable series a short series' noise is pooled over (same
 -- kernel, pass, metric, GPU, provider and backend, any workload); metric_pool:
--- every series of one metric and GPU. Both as 64-bit hashes, for numpy: a
+-- every series of one metric and GPU, both as 64-bit hashes.
+
+-- Hashes, for numpy: a
 -- dense_rank over the six texts took twice as long as the rest of the query
 -- (at 230,000 series), and two pools would share a hash once in about 10^10
 -- warehouses of a million pools (their short series would then pool together).

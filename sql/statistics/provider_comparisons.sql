@@ -19,6 +19,7 @@
 -- rank: 1 = lowest value among the group's implementations; equal values share
 -- a rank.
 -- Rows are stored in no particular order.
+
 -- latest is read twice, from runs each time: fetching the latest runs by rowid
 -- costs less than buffering them.
 WITH latest AS NOT MATERIALIZED (

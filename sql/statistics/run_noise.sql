@@ -3,6 +3,7 @@
 -- Every run has a row, failed ones too, so it joins one to one with runs;
 -- sigma_log is null where p20 or p80 is missing, not positive, or p80 < p20.
 -- backend beside provider: the run's implementation (SPEC section 4).
+
 -- A view over runs, not a copy: it is a few columns of runs and one
 -- expression, as fast to compute on read as a stored copy is to scan.
 SELECT

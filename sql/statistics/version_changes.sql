@@ -12,10 +12,11 @@
 -- direction is unknown; else unchanged. A series whose noise is unknown (null:
 -- nothing in the warehouse has a history to learn it from) is judged by
 -- separation alone, as SPEC section 6 says.
--- Only SPEC's columns and backend are stored: the rest of a run (kernel, GPU,
--- workload, unit, observed_at) is one join on run_id away, and storing it again
--- for every run would cost as much as the statistic itself.
--- Rows are stored in no particular order.
+-- The rest of a run (kernel, GPU, workload, unit, observed_at) is one join on
+-- run_id away. Rows are stored in no particular order.
+
+-- Only SPEC's columns and backend are stored: storing the rest again for every
+-- run would cost as much as the statistic itself.
 WITH passed AS (
     SELECT
         group_id,

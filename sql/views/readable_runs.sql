@@ -1,12 +1,10 @@
--- Every run as a reader sees it: runs' columns with value, p20, p80 and unit
--- in human units (ms for ns, MiB for bytes, anything else as stored), and the
--- upstream commits of the snapshots it was first and last seen in (null when
--- no snapshot row matches). Every column of runs is here, so with each run its
--- implementation's backend (SPEC section 4: `backend` beside `provider`) and,
--- for a run the CI stream carried, the benchmarked commit and release
--- (`benchmarked_commit`, `release`; null elsewhere). The report and `compare`
--- read runs through it, so the units and the provenance are written once. A
--- view: nothing is stored.
+-- Every run as a reader sees it: every column of runs, with value, p20, p80
+-- and unit in human units (ms for speed, MiB for memory, another metric in
+-- its raw unit), and the upstream commits of the snapshots it was first and
+-- last seen in (null when no snapshot row matches).
+
+-- The report and `compare` read runs through this view, so the units and the
+-- provenance are written once; a view stores nothing.
 SELECT
     runs.* REPLACE (
         human_value(runs.value, runs.unit) AS value,

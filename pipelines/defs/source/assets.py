@@ -45,15 +45,18 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     if listing is None:
         with warehouse.writing():
             listing = sync(warehouse.path, warehouse.settings)
-    new = new_keys(context.instance, listing)
-    register(context.instance, new)
-    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new")
+    register(context.instance, new_keys(context.instance, listing))
+    # New is never staged: the command and the sensor register a run's partitions before it starts, so "not a
+    # partition yet" would count none of the snapshots this very run stages.
+    staged = context.instance.get_materialized_partitions(raw_snapshots.key)
+    new = [ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in staged]
+    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new (never staged)")
     return dg.MaterializeResult(
         metadata={
             "source": warehouse.source,
             "head": listing.head or "",
             "snapshots_listed": len(listing.snapshots),
-            "new_partitions": dg.MetadataValue.json(bounded_json(list(new))),
+            "new_partitions": dg.MetadataValue.json(bounded_json(new)),
             "files_at_head": dg.MetadataValue.json(bounded_json(list(listing.files_at_head))),
             "dagster/row_count": len(listing.snapshots),
             "dagster/column_schema": SNAPSHOT_REF_SCHEMA,

@@ -7,6 +7,7 @@ import dagster as dg
 from pipelines.core import settings
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import ingest_everything, ingest_request
+from pipelines.ingest.source_types import SourceError
 from pipelines.ingest.upstream_changes import check_upstream
 from pipelines.orchestration.plan import SNAPSHOTS
 from pipelines.orchestration.sensor_cursor import LOST_AFTER_S, Pending, SensorCursor
@@ -54,7 +55,14 @@ def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehou
         else:
             waiting = f"the run for upstream head {cursor.pending.head[:12]} has not finished"
             return dg.SensorResult(skip_reason=waiting, cursor=cursor.dump())
-    check = check_upstream(warehouse.path, warehouse.settings, cursor.head)
+    try:
+        check = check_upstream(warehouse.path, warehouse.settings, cursor.head)
+    except SourceError as error:
+        # Offline, or another source than the warehouse's: a tick that cannot ask is skipped with the reason in one
+        # line (the tick's own stack would say nothing more); the next tick asks again.
+        reason = f"cannot ask the source {warehouse.source}: {error}"
+        context.log.warning(reason)
+        return dg.SensorResult(skip_reason=reason, cursor=cursor.dump())
     if check.listing is None:
         context.log.info(check.summary())
         return dg.SensorResult(skip_reason=check.summary(), cursor=SensorCursor(check.head or cursor.head).dump())
