@@ -183,7 +183,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "ratio": "before_value / after_value: above 1 is faster or leaner",
         "observed_at": "when the first run after the change ran (UTC)",
         "noise": "the series' noise (series_noise.noise)",
+        "status": "confirmed, or candidate: fewer than three commits after it yet",
+        "below_min_effect": "the step is smaller than the minimum effect (5%): not drawn as a change",
     },
+    "series_noise": {"window_noise": "the window spread: median IQR of ln value over windows of 10 runs / 1.349"},
     "sweep_comparisons": {"n_points": "sweep points compared"},
 }
 
