@@ -21,6 +21,7 @@ from pipelines.exports.report.data import ReportData
 from pipelines.exports.report.heatmaps import summary_heatmap
 from pipelines.exports.report.history_site import kernel_histories
 from pipelines.exports.report.kernel_pages import KernelView, kernel_page
+from pipelines.exports.report.newest import newest_changes
 from pipelines.exports.report.pages import METRIC_ORDER, PASS_ORDER, order
 from pipelines.exports.report.staleness import newest_per_kernel
 from pipelines.exports.report.sweeps import Series, Sweep, sweep_figure, wrap
@@ -84,7 +85,8 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
             title=kernel_runs["kernel_title"][0],
             sections=_kernel_sections(charted.get(kernel, {}), gpus, styles, image_dir, writer),
             histories=kernel_histories(kernel_series, kernel_changes, styles, draw_history),
-            change_points=[row for c in changes_page.by_commit(kernel_changes) for row in c.rows],
+            change_points=[row for c in changes_page.by_commit(changes_page.drawn(kernel_changes)) for row in c.rows],
+            smaller_changes=[row for c in changes_page.by_commit(changes_page.small(kernel_changes)) for row in c.rows],
             has_change_points=data.has_change_points,
             newest=newest.get(kernel, []),
             scorecard=scorecard.get((kernel,), data.scorecard.clear()),
@@ -94,10 +96,12 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         writer.text(site.kernel_pages[kernel], kernel_page(site, view))
     heatmaps = scorecards.heatmaps(data.scorecard, data.gpus, writer.image)
     overview = writer.image(OVERVIEW_IMAGE, summary_heatmap(scorecards.summary_cells(data.scorecard), SUMMARY_TITLE))
-    changes = data.change_points
+    changes = changes_page.drawn(data.change_points)
     timeline = writer.image(
         CHANGES_IMAGE,
-        changes_timeline(changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list()),
+        changes_timeline(
+            changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list(), changes["status"].to_list()
+        ),
     )
     counts = {
         "runs": data.runs.height,
@@ -106,9 +110,12 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         "improved": changes.filter(pl.col("verdict") == "improved").height,
         "change_points": data.has_change_points,
     }
-    writer.text(INDEX, pages.overview(site, overview, _kernel_list(data, newest), _gpu_list(data), heatmaps, counts))
+    latest = newest_changes(data.series, data.noise, data.change_points, changes_page.commit_label)
+    opening = changes_page.newest_section(site, latest)
+    writer.text(INDEX, pages.overview(site, overview, _kernel_list(data, newest), _gpu_list(data), heatmaps, counts, opening))
     commits = changes_page.by_commit(changes)
-    writer.text(changes_page.CHANGES, changes_page.changes_page(site, timeline, commits, data.has_change_points))
+    smaller = [row for c in changes_page.by_commit(changes_page.small(data.change_points)) for row in c.rows]
+    writer.text(changes_page.CHANGES, changes_page.changes_page(site, timeline, commits, data.has_change_points, latest, smaller))
     return ReportSummary(folder, site.kernel_pages, data.gpus, writer.pages, writer.images)
 
 
