@@ -60,9 +60,12 @@ def test_a_step_is_one_change_point_with_its_runs_commits_and_cause(series_wareh
     assert code["ratio"] == pytest.approx(0.8, rel=0.03)
     assert code["ratio"] == pytest.approx(code["before_value"] / code["after_value"])
     assert 0.99 < code["confidence"] <= 1
-    # The baseline moved by the same factor at the same commit: the host, for liger. huggingface's own step
-    # has no witness (no torch in the group), so it stays the code's.
-    assert (found["batch8-hidden4096", "liger"]["cause"], found["batch8-hidden4096", "huggingface"]["cause"]) == ("host", "code")
+    # The baseline moved by the same factor at the same commit: the host, for liger. huggingface's own step has
+    # no second baseline in the group (no torch): liger, the group's other provider, witnesses it, and moved alike
+    # (issue 28: a baseline provider can get cause host too).
+    assert (found["batch8-hidden4096", "liger"]["cause"], found["batch8-hidden4096", "huggingface"]["cause"]) == ("host", "host")
+    # ... while batch 4's huggingface did not move, so liger's step there is the code's.
+    assert all(p["status"] == "confirmed" and not p["below_min_effect"] for p in points)
     with db.session(series_warehouse) as reader:
         assert all(outcome.passed for outcome in reader.run_checks())
 
