@@ -95,3 +95,36 @@ def test_a_drift_inside_the_noise_is_unchanged_in_version_changes(series_warehou
     assert {v for c, v in verdicts.items() if c not in ("c10", "c11")} == {"unchanged"}
     # The same drifts judged by the bands alone would all be changes: the noise is what says unchanged.
     assert all(row["value"] != row["previous_value"] for row in torch)
+
+
+def test_points_are_ordered_by_their_commit_so_an_old_commit_benchmarked_late_is_a_rerun_in_its_place(tmp_path: Path):
+    # liger 25% slower from c15; then c05 is benchmarked again, last (a release rerun of an old commit, as
+    # 009401c after 2845fe8 upstream), at the old level. By time it would be the newest point, back at the old
+    # level: a candidate improvement. By its commit it is a rerun of c05: one step, confirmed, nothing after it.
+    runs = history("liger", [100_000] * 15 + [125_000] * 10, 0.01, seed=1)
+    late = dict(runs[5], run_id="rms_norm/liger/4/late", value=101_000, p20=101_000, p80=101_000)
+    late["observed_at"] = runs[-1]["observed_at"].replace(day=28)
+    write_warehouse(tmp_path, [*runs, late])
+    database_build.build_database(tmp_path, BASELINES)
+    points = rows(tmp_path, "SELECT after_commit, verdict, status, n_before, n_after FROM change_points")
+    assert points == [{"after_commit": "c15", "verdict": "regressed", "status": "confirmed", "n_before": 16, "n_after": 10}]
+    (noise,) = rows(tmp_path, "SELECT n_points, n_differences, method FROM series_noise")
+    # The late run is direct evidence of the noise: a rerun of c05 (24 consecutive differences, 1 rerun).
+    assert (noise["n_points"], noise["n_differences"], noise["method"]) == (26, 25, "reruns+consecutive")
+
+
+def test_a_step_at_the_newest_commit_is_a_candidate_below_the_minimum_effect_flagged(tmp_path: Path):
+    runs = [
+        *history("liger", [100_000] * 20 + [160_000], 0.005, seed=7),
+        # 3.5% slower from c12: well beyond a 0.5% noise, under the 5% minimum effect.
+        *history("liger", [100_000] * 12 + [103_500] * 9, 0.002, seed=8, x=8),
+    ]
+    write_warehouse(tmp_path, runs)
+    database_build.build_database(tmp_path, BASELINES)
+    found = {r["workload_slug"]: r for r in rows(tmp_path, "SELECT * FROM change_points")}
+    newest, small = found["batch4-hidden4096"], found["batch8-hidden4096"]
+    assert (newest["after_commit"], newest["status"], newest["verdict"], newest["n_after"]) == ("c20", "candidate", "regressed", 1)
+    assert not newest["below_min_effect"]
+    assert (small["after_commit"], small["status"], small["below_min_effect"]) == ("c12", "confirmed", True)
+    with db.session(tmp_path) as reader:
+        assert all(outcome.passed for outcome in reader.run_checks())
