@@ -66,9 +66,16 @@ class Panel:
 
 
 def history_figure(
-    commits: Sequence[str], panels: Sequence[Panel], unit: str, value_label: str, styles: Mapping[str, Style], note: str = ""
+    commits: Sequence[str],
+    panels: Sequence[Panel],
+    unit: str,
+    value_label: str,
+    styles: Mapping[str, Style],
+    note: str = "",
+    from_zero: bool = False,
 ) -> Drawing:
-    """The panels in a grid of COLUMNS, sharing the commits along x, one legend for all."""
+    """The panels in a grid of COLUMNS, sharing the commits along x, one legend for all; `from_zero` (memory)
+    starts a linear value axis at zero."""
     columns = max(min(len(panels), COLUMNS), 1)
     blocks = math.ceil(len(panels) / columns)
     ticks = _thin(len(commits))
@@ -85,7 +92,7 @@ def history_figure(
     for index, panel in enumerate(panels):
         row, column = divmod(index, columns)
         top = head + row * block_height
-        _draw_panel(canvas, column * COLUMN_WIDTH, top, title_lines, panel, commits, ticks, f"{value_label} ({unit})", styles)
+        _draw_panel(canvas, column * COLUMN_WIDTH, top, title_lines, panel, commits, ticks, f"{value_label} ({unit})", styles, from_zero)
     legend.draw(canvas, head + block_height * blocks, styles)
     return canvas.drawing()
 
@@ -108,6 +115,7 @@ def _draw_panel(
     ticks: list[int],
     value_label: str,
     styles: Mapping[str, Style],
+    from_zero: bool = False,
 ) -> None:
     plot_left, plot_right = left + PLOT_LEFT, left + COLUMN_WIDTH - PLOT_RIGHT
     for i, line in enumerate(panel.title.split("\n")):
@@ -123,6 +131,8 @@ def _draw_panel(
     positive = [v for v in values if v > 0]
     log_y = len(positive) == len(values) > 1 and max(positive) / min(positive) >= WIDE
     y = Axis.fit(values, plot_bottom, plot_top + 10 * MARK_LEVELS + 2, base=10 if log_y else None, margin=0.06)
+    if from_zero:
+        y = y.from_zero()
     y_ticks = [t for t in (svg.log_ticks(y) if log_y else svg.nice_ticks(y, 5)) if plot_top <= y(t) <= plot_bottom]
     grid = "".join(f"M{num(x(i))} {num(plot_top)}V{num(plot_bottom)}" for i in ticks)
     grid += "".join(f"M{num(plot_left)} {num(y(t))}H{num(plot_right)}" for t in y_ticks)

@@ -112,7 +112,13 @@ def kernel_histories(
             f"{len(shown)} of {len(ranked)} workloads, those with change points first, then the largest"
         )
         drawing = history.history_figure(
-            [commit_label(c, r) for c, r, _ in folders], panels, rows["unit"][0], metric_label(metric), styles, note
+            [commit_label(c, r) for c, r, _ in folders],
+            panels,
+            rows["unit"][0],
+            metric_label(metric),
+            styles,
+            note,
+            from_zero=metric == "memory",
         )
         picture = draw((gpu, pass_, metric), drawing)
         marked = sum(len(p.marks) for p in panels)

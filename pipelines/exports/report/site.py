@@ -175,7 +175,9 @@ def _kernel_sections(
         for key in keys:
             _, pass_, metric = key
             rows = charted[key]
-            drawing = sweep_figure(_sweeps(rows), rows[0]["unit"], pages.metric_label(metric), styles, _baselines_note(rows))
+            drawing = sweep_figure(
+                _sweeps(rows), rows[0]["unit"], pages.metric_label(metric), styles, _baselines_note(rows), from_zero=metric == "memory"
+            )
             picture = writer.image(f"{image_dir}/{names[' '.join(key)]}.svg", drawing)
             section.charts.append(pages.Chart(pass_, metric, picture, rows))
         sections.append(section)
