@@ -178,18 +178,17 @@ def baseline(row: dict[str, Any]) -> str:
 
 def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], str], kernel_href: Callable[[str], str] | None) -> str:
     """The change points as a table; `run_href(kernel, run_id)` links each run, `kernel_href` each kernel."""
+    # Thirteen columns, not sixteen: the levels in one cell with their unit, pass and metric in one (issue 31:
+    # tables wider than the page).
     headers = [
         "verdict",
         "ratio (before / after)",
         "kernel",
         "GPU",
-        "pass",
-        "metric",
+        "pass · metric",
         "workload",
         "implementation",
-        "before",
-        "after",
-        "unit",
+        "before → after",
         "cause",
         "baseline",
         "confidence",
@@ -203,13 +202,10 @@ def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], 
             size(r["ratio"], r["metric"]),
             link(kernel_href(r["kernel"]), r["kernel"]) if kernel_href else "",
             text(r["gpu_name"]),
-            text(r["pass"]),
-            text(r["metric"]),
+            text(f"{r['pass']} · {r['metric']}"),
             text(r["workload_slug"]),
             text(implementations.label(r["provider"], r["backend"])),
-            text(r["before_value"]),
-            text(r["after_value"]),
-            text(r["unit"]),
+            f'<span class="nowrap">{text(r["before_value"])} →</span> <span class="nowrap">{text(r["after_value"])} {text(r["unit"])}</span>',
             text(r["cause"]),
             text(baseline(r)),
             text(r["confidence"]),
@@ -225,7 +221,7 @@ def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], 
         headers.remove("kernel")
         body = ([cell for i, cell in enumerate(row) if i != 2] for row in body)
     attrs = (f' class="{html.text(r["verdict"])}"' for r in records)
-    return html.table(headers, body, numeric=["before", "after", "confidence"], row_attrs=attrs)
+    return html.table(headers, body, numeric=["before → after", "confidence"], row_attrs=attrs)
 
 
 def _release(row: dict[str, Any], side: str) -> str | None:
