@@ -56,6 +56,8 @@ def _placed(marks: pl.DataFrame, at: dict[str, int], folders: list[tuple[str, st
     placed = []
     for mark in marks.iter_rows(named=True):
         after = at.get(mark["after_run_id"])
+        if after is None and mark["observed_at"] is None:
+            continue
         if after is None:
             after = next((i for i, (_, _, first) in enumerate(folders) if first >= mark["observed_at"]), None)
             if after is None or after == 0:

@@ -71,8 +71,11 @@ def newest_changes(series: pl.DataFrame, noise: pl.DataFrame, change_points: pl.
     newest_commit = newest["benchmarked_commit"]
     # Each series' points: one per benchmarked commit (reruns as their median), placed at the commit's first run.
     first_run = series.group_by("benchmarked_commit").agg(pl.col("observed_at").min().alias("placed"))
+    # Only the series with a point in the newest run are read further.
+    present = series.filter(pl.col("benchmarked_commit") == newest_commit).select(*SERIES).unique()
     points = (
-        series.join(first_run, on="benchmarked_commit")
+        series.join(present, on=list(SERIES))
+        .join(first_run, on="benchmarked_commit")
         .group_by(*SERIES, "benchmarked_commit")
         .agg(
             pl.col("value").log().median().exp().alias("value"),
