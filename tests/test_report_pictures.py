@@ -35,7 +35,7 @@ def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pa
     [charts_expected] = column(
         real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT kernel, gpu_name, pass, metric FROM provider_comparisons)"
     )
-    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels" and not p.name.startswith("history-")]
+    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels" and not p.name.startswith(("history-", "workloads-"))]
     assert len(kernel_charts) == charts_expected
     for chart in kernel_charts:
         texts = svg_texts(read_svg(chart.read_bytes()))

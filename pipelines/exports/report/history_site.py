@@ -24,7 +24,7 @@ from pipelines.exports.report.svg import Drawing
 
 MIN_COMMITS = 3
 PANELS = 4
-ChartKey = tuple[str, str, str]  # GPU, pass, metric
+ChartKey = tuple[str, ...]  # GPU, pass, metric (and "rest" for the other workloads' picture)
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class HistoryChart:
     workloads_shown: list[str]
     workloads: int
     marked: int  # change points drawn on it
+    rest: Picture | None = None  # the other workloads' panels (every workload reachable, issue 31), None when none
 
 
 def _commits(rows: pl.DataFrame) -> list[tuple[str, str | None, Any]]:
@@ -124,7 +125,17 @@ def kernel_histories(
         )
         picture = draw((gpu, pass_, metric), drawing)
         marked = sum(len(p.marks) for p in panels)
-        charts.setdefault(gpu, []).append(HistoryChart(gpu, pass_, metric, picture, len(folders), shown, len(ranked), marked))
+        rest = None
+        if len(ranked) > PANELS:
+            others = [_panel(workload, rows, placed, at) for workload in ranked[PANELS:]]
+            note = f"the other {len(others)} workloads of this chart, the most informative first"
+            labels = [commit_label(c, r) for c, r, _ in folders]
+            figure = history.history_figure(
+                labels, others, rows["unit"][0], metric_label(metric), styles, note, from_zero=metric == "memory"
+            )
+            rest = draw((gpu, pass_, metric, "rest"), figure)
+        chart = HistoryChart(gpu, pass_, metric, picture, len(folders), shown, len(ranked), marked, rest)
+        charts.setdefault(gpu, []).append(chart)
     return charts
 
 

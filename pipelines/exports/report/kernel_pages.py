@@ -119,10 +119,17 @@ def _histories(view: KernelView) -> str:
                 if chart.workloads > len(chart.workloads_shown)
                 else f"{chart.workloads} workloads, {chart.marked} change points marked"
             )
+            rest = (
+                f"<details><summary>The other {chart.workloads - len(chart.workloads_shown)} workloads</summary>"
+                + html.image(ROOT + chart.rest.src, f"{alt}, the other workloads", chart.rest.size, lazy=True)
+                + "</details>"
+                if chart.rest is not None
+                else ""
+            )
             parts.append(
                 f'<figure id="{history_anchor(chart)}"><h4>{text(label)}</h4>'
                 + html.image(ROOT + chart.picture.src, alt, chart.picture.size, lazy=True)
-                + f'<figcaption class="muted">{text(caption)}</figcaption></figure>'
+                + f'<figcaption class="muted">{text(caption)}</figcaption>{rest}</figure>'
             )
         parts.append("</div>")
     return "\n".join(parts)

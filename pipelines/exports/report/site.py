@@ -73,12 +73,13 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         styles = implementations.styles([name for name in ordered if name in present])
         image_dir = f"img/kernels/{kernel_names[kernel]}"
         gpus = sorted(set(kernel_runs["gpu_name"].to_list()))
-        history_names = html.Names(
-            "history " + " ".join(key) for key in kernel_series.select("gpu_name", "pass", "metric").unique().iter_rows()
-        )
+        chart_keys = [" ".join(key) for key in kernel_series.select("gpu_name", "pass", "metric").unique().iter_rows()]
+        history_names = html.Names([*("history " + k for k in chart_keys), *("workloads " + k for k in chart_keys)])
 
         def draw_history(key, drawing, image_dir=image_dir, names=history_names):
-            return writer.image(f"{image_dir}/{names['history ' + ' '.join(key)]}.svg", drawing)
+            # The other workloads' picture is named apart: `history-*` are the charts themselves.
+            kind, chart = ("workloads", key[:3]) if len(key) == 4 else ("history", key)
+            return writer.image(f"{image_dir}/{names[kind + ' ' + ' '.join(chart)]}.svg", drawing)
 
         view = KernelView(
             kernel=kernel,
