@@ -322,12 +322,17 @@ def _the_newest_run_opens_the_pages_and_its_steps_are_drawn(summary, site, newes
     [forward] = [i for i in page.images if "/history-" in i["src"] and "H100 80GB" in i["alt"] and "forward" in i["alt"]]
     root = read_svg(page.resolve(forward["src"])[0].read_bytes())
     labels = svg_texts(root)
-    assert {"1.69x", "1.67x"} <= set(labels)
-    # The 1% steps of tvd (kept in change_points, below the minimum effect) are not drawn, on any of its charts.
+    assert len([label for label in labels if re.fullmatch(r"1\.6\dx", label)]) == 4  # one per panel
+    # tvd's 1% steps (a host flip, drawn in red on every panel before issue 28) are drawn on none of its charts.
     for image in [i for i in page.images if "/history-" in i["src"] and "H100 80GB" in i["alt"]]:
         drawn = svg_texts(read_svg(page.resolve(image["src"])[0].read_bytes()))
         assert not {label for label in drawn if re.fullmatch(r"0\.9[6-9]x\??|1\.0[0-4]x\??", label)}
-    assert "steps smaller than 5%, not counted as changes" in page.text
+    # layer_norm's huggingface steps of 3-4% at 1c07943 are change points below the minimum effect: listed apart, not drawn.
+    layer_norm = site[(summary.folder / summary.kernel_pages["layer_norm"]).resolve()]
+    assert "steps smaller than 5%, not counted as changes" in layer_norm.text
+    [chart] = [i for i in layer_norm.images if "/history-" in i["src"] and "H100 80GB" in i["alt"] and "forward" in i["alt"]]
+    drawn = svg_texts(read_svg(layer_norm.resolve(chart["src"])[0].read_bytes()))
+    assert not {label for label in drawn if re.fullmatch(r"0\.9[6-9]x\??|1\.0[0-4]x\??", label)}
     # Every workload is reachable (issue 31): the two of six tvd workloads not in the chart are in the picture folded under it.
     [rest] = [i for i in page.images if "/workloads-" in i["src"] and "H100 80GB" in i["alt"] and "forward" in i["alt"]]
     shown = {t for t in labels if t.startswith("batch8-seq2048-vocab")}

@@ -80,9 +80,12 @@ def test_a_regression_of_two_commits_that_came_back_is_a_spike_not_two_change_po
 def test_layer_norm_huggingface_forward_moved_a_few_percent_at_1c07943(upstream_database: Path):
     found = at(steps(upstream_database, "layer_norm", "forward", "huggingface"), "1c07943")
     directions = {slug.split("-")[1]: row["verdict"] for slug, row in found.items()}
-    # Small steps, each beyond its series' noise: 3-5% faster, and 3% slower at n=4096.
-    assert directions == {"n1024": "improved", "n2048": "improved", "n4096": "regressed", "n8192": "improved", "n16384": "improved"}
+    # Small steps, each beyond its series' noise: 3-5% faster, and 3% slower at n=4096. n=1024's (3%) is no longer
+    # found: its newest runs flip between host modes (window spread 1.2%), and 3% is not three of those noises.
+    assert directions == {"n2048": "improved", "n4096": "regressed", "n8192": "improved", "n16384": "improved"}
     assert all(0.96 < row["ratio"] < 1.06 for row in found.values())
+    # Under the 5% minimum effect they are kept, flagged (not drawn in the report); n=16384's 5.2% is not.
+    assert {slug.split("-")[1] for slug, row in found.items() if not row["below_min_effect"]} == {"n16384"}
 
 
 SPIKY = [
@@ -125,10 +128,18 @@ def test_the_newest_points_steps_are_candidates_and_small_steps_are_flagged(upst
     assert {row["status"] for row in rows} == {"confirmed", "candidate"}
     assert all(row["n_after"] >= 3 for row in rows if row["status"] == "confirmed")
     assert all(row["below_min_effect"] == (abs(math.log(row["ratio"])) < math.log(1.05)) for row in rows)
-    # tvd's 1% steps (drawn in red on every panel before issue 28) are kept, flagged.
+    # tvd's 1% steps (drawn in red on every panel before issue 28: torch and liger alike, a host flip) are no
+    # change points now: those series' newest runs flip between two modes 1.2% apart, which the window sees.
     (small,) = db.query(
         upstream_database,
-        "SELECT count(*) FROM change_points WHERE kernel = 'tvd' AND gpu_name = ? AND below_min_effect AND ratio BETWEEN 0.98 AND 1",
+        "SELECT count(*) FROM change_points WHERE kernel = 'tvd' AND gpu_name = ? AND ratio BETWEEN 0.97 AND 1.03",
         [H100],
     ).rows[0]
-    assert small >= 5
+    assert small == 0
+    (methods,) = db.query(
+        upstream_database,
+        "SELECT list(DISTINCT method) FROM series_noise JOIN (SELECT DISTINCT group_id FROM runs WHERE kernel = 'tvd' AND gpu_name = ?"
+        " AND metric = 'speed' AND pass = 'forward') USING (group_id) WHERE provider = 'torch'",
+        [H100],
+    ).rows[0]
+    assert "window" in methods

@@ -79,7 +79,10 @@ def test_every_series_has_its_noise(series_warehouse: Path):
     # Its consecutive differences are 2% to 9% (median 5%): a run's sigma is 5% x 1.4826 / sqrt(2).
     assert noise["batch16-hidden4096", "torch"]["noise"] == pytest.approx(0.05 * 1.4826 / math.sqrt(2), rel=0.15)
     assert noise["batch4-hidden4096", "huggingface"]["noise"] == pytest.approx(0.01, rel=0.4)
-    assert {r["method"] for r in noise.values()} == {"consecutive"}
+    # Differences, or for a flat 1% series whose newest ten runs happen to spread wider, the window (its IQR / 1.349).
+    assert {r["method"] for r in noise.values()} <= {"consecutive", "window"}
+    assert all(r["noise"] >= r["window_noise"] for r in noise.values() if r["window_noise"] < 0.016)
+    assert noise["batch16-hidden4096", "torch"]["method"] == "consecutive"
 
 
 def test_a_drift_inside_the_noise_is_unchanged_in_version_changes(series_warehouse: Path):

@@ -186,7 +186,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "status": "confirmed, or candidate: fewer than three commits after it yet",
         "below_min_effect": "the step is smaller than the minimum effect (5%): not drawn as a change",
     },
-    "series_noise": {"window_noise": "the window spread: median IQR of ln value over windows of 10 runs / 1.349"},
+    "series_noise": {
+        "window_noise": "the window spread: IQR of ln value / 1.349 over 10 runs, the larger of the windows median and the newest"
+    },
     "sweep_comparisons": {"n_points": "sweep points compared"},
 }
 

@@ -32,8 +32,10 @@ sit in one of two modes about 1.2% apart for weeks, then the other: nearly every
 then zero (the median of them, 0) while the series is plainly 1.2% wide, so a flip reads as a step of many
 noises. The `window` spread sees it: over every window of WINDOW consecutive points of a series with at
 least MIN_WINDOW points, the interquartile range of ln value scaled to a normal sigma (IQR / 1.349), and
-the median of those over the windows (a step moves only the windows that straddle it, and a quarter of a
-window in the other mode already opens its IQR). A window that straddles a real step opens as well, and
+the larger of the median of those over the windows (a step moves only the windows that straddle it, and a
+quarter of a window in the other mode already opens its IQR) and the newest window's (a host that turned
+bimodal in the series' second half, as upstream's torch series did, leaves the median over all windows
+near zero; the newest run is judged against the newest runs). A window that straddles a real step opens as well, and
 in a short series most windows do; so the window raises the noise by at most WINDOW_MOST, the noise at
 which a step of the practical minimum effect (pipelines/core/effect.py, 5%) still is the MIN_SHIFT_NOISES
 a change point needs: host modes are a percent or two apart, and no window can hide a 5% step. A series'
@@ -129,8 +131,9 @@ def spread(median_difference: np.ndarray) -> np.ndarray:
 
 
 def window_spreads(series_of: np.ndarray, logs: np.ndarray, n_series: int) -> np.ndarray:
-    """Each series' window spread (see the module): the median over its windows of WINDOW consecutive points
-    (all of them when it has fewer) of IQR(ln value) / 1.349; NaN below MIN_WINDOW points."""
+    """Each series' window spread (see the module): IQR(ln value) / 1.349 over windows of WINDOW consecutive
+    points (all of them when it has fewer), the larger of the median over its windows and its newest window;
+    NaN below MIN_WINDOW points."""
     spreads = np.full(n_series, np.nan)
     counts = np.bincount(series_of, minlength=n_series)
     starts = np.cumsum(counts) - counts
@@ -139,7 +142,8 @@ def window_spreads(series_of: np.ndarray, logs: np.ndarray, n_series: int) -> np
         values = logs[starts[i] : starts[i] + counts[i]]
         windows = np.lib.stride_tricks.sliding_window_view(values, min(WINDOW, len(values)))
         q1, q3 = np.percentile(windows, [25, 75], axis=1)
-        spreads[i] = float(np.median(q3 - q1)) * IQR_TO_SIGMA
+        widths = (q3 - q1) * IQR_TO_SIGMA
+        spreads[i] = max(float(np.median(widths)), float(widths[-1]))
     return spreads
 
 
