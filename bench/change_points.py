@@ -16,6 +16,14 @@ followed by the same persistence rule (pipelines.series.change_points) and each 
   boundaries) and after the persistence rule;
 - the seconds of segmentation over all series (the persistence rule's own time apart).
 
+`python -m bench.change_points --census WAREHOUSE_DIR [--sample N]` counts a built warehouse.duckdb's own
+change_points instead (issue 28's before / after): how many, by status (confirmed / candidate), by
+below_min_effect and verdict; the spike pairs (a change point followed in its series by one of the other
+direction with at most 3 runs between them that returns within 5%: a spike reported as a regression and an
+improvement with no link), as a share of the regressions; and N regressions of at least the minimum effect
+drawn at random (seed 0) with their series' commits around the step, to judge by hand whether each is a
+real lasting step. A warehouse built before the status columns is counted too.
+
 The libraries not installed are skipped with the command that installs them: signal-processing-algorithms
 and apache-otava cannot be pinned beside the project's numpy (see docs/statistics.md), so measure them in a
 separate virtual environment: `pip install --no-deps signal-processing-algorithms==2.1.6 apache-otava==0.8.0
@@ -227,10 +235,85 @@ def _given(boundaries: list[int], _scaled: np.ndarray) -> list[int]:
     return boundaries
 
 
+# A spike pair: at most this many runs between the two change points, and back within this factor.
+PAIR_RUNS = 3
+PAIR_RETURN = 1.05
+
+
+def census(database: Path, sample: int) -> list[str]:
+    """The lines `--census` prints (see the module)."""
+    import duckdb
+
+    with duckdb.connect(str(database), read_only=True) as con:
+        columns = {name for (name,) in con.sql("SELECT column_name FROM duckdb_columns() WHERE table_name = 'change_points'").fetchall()}
+        status = "status" if "status" in columns else "'confirmed'"
+        small = "below_min_effect" if "below_min_effect" in columns else "false"
+        found = con.sql(
+            f"SELECT group_id, provider, backend, kernel, pass, gpu_name, workload_slug, before_commit, after_commit, ratio, verdict,"
+            f" n_after, after_run_id, {status} AS status, {small} AS small FROM change_points"
+            " ORDER BY group_id, provider, backend, observed_at"
+        ).fetchall()
+        names = ["group_id", "provider", "backend", "kernel", "pass", "gpu_name", "workload_slug", "before_commit", "after_commit"]
+        names += ["ratio", "verdict", "n_after", "after_run_id", "status", "small"]
+        rows = [dict(zip(names, row, strict=True)) for row in found]
+        lines = [f"change points {len(rows)}"]
+        tally: dict[tuple, int] = defaultdict(int)
+        for row in rows:
+            tally[(row["status"], "below 5%" if row["small"] else "at least 5%", row["verdict"])] += 1
+        lines += [f"  {' · '.join(key)}: {count}" for key, count in sorted(tally.items())]
+        paired: set[int] = set()
+        for i, (a, b) in enumerate(zip(rows, rows[1:])):
+            same = [a[k] for k in ("group_id", "provider", "backend")] == [b[k] for k in ("group_id", "provider", "backend")]
+            if (
+                same
+                and a["verdict"] != b["verdict"]
+                and a["n_after"] <= PAIR_RUNS
+                and abs(math.log(a["ratio"] * b["ratio"])) < math.log(PAIR_RETURN)
+            ):
+                paired |= {i, i + 1}
+        regressions = [i for i, row in enumerate(rows) if row["verdict"] == "regressed"]
+        in_pairs = sum(i in paired for i in regressions)
+        lines.append(
+            f"spike pairs {len(paired) // 2}; regressions in one {in_pairs} of {len(regressions)} ({in_pairs / max(len(regressions), 1):.0%})"
+        )
+        chosen = [rows[i] for i in regressions if not rows[i]["small"]]
+        rng = np.random.default_rng(0)
+        for row in [chosen[i] for i in sorted(rng.choice(len(chosen), size=min(sample, len(chosen)), replace=False))]:
+            points = con.execute(
+                'SELECT coalesce(runs.benchmarked_commit, left(s."commit", 8)) AS c, exp(median(ln(value))) FROM runs'
+                " LEFT JOIN snapshots AS s ON runs.first_seen_snapshot = s.snapshot_id"
+                " WHERE group_id = ? AND runs.provider = ? AND runs.backend = ? AND runs.status = 'passed' GROUP BY c ORDER BY min(runs.observed_at)",
+                [row["group_id"], row["provider"], row["backend"]],
+            ).fetchall()
+            level = dict(points).get(row["before_commit"][:8] if len(row["before_commit"]) > 12 else row["before_commit"], None)
+            shape = (
+                " ".join(
+                    ("|" if c == (row["after_commit"][:8] if len(row["after_commit"]) > 12 else row["after_commit"]) else "")
+                    + f"{v / level:.2f}"
+                    for c, v in points
+                )
+                if level
+                else ""
+            )
+            lines.append(
+                f"  {row['kernel']} {row['pass']} {row['provider']} {row['workload_slug']} {row['gpu_name']} {row['before_commit'][:12]}"
+                f"->{row['after_commit'][:12]} {row['ratio']:.3f} {row['status']}: {shape}"
+            )
+        return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.change_points", description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", type=Path, default=BUNDLE, help="the upstream bundle with a gh-pages branch")
+    parser.add_argument("--census", type=Path, help="count a built warehouse's change_points instead (its folder or warehouse.duckdb)")
+    parser.add_argument("--sample", type=int, default=15, help="regressions to print for judging by hand (with --census)")
     args = parser.parse_args(argv)
+    if args.census is not None:
+        database = args.census / "warehouse.duckdb" if args.census.is_dir() else args.census
+        if not database.is_file():
+            raise SystemExit(f"{database} does not exist: pass --census with a built warehouse folder or its warehouse.duckdb")
+        print("\n".join(census(database, args.sample)))
+        return
     if not args.bundle.is_file():
         raise SystemExit(f"{args.bundle} does not exist: pass --bundle with the upstream bundle (liger-upstream.bundle)")
     for name, figures in measure(ci_series(args.bundle)).items():

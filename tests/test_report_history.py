@@ -92,7 +92,8 @@ def _add_change_points(warehouse: Path) -> None:
     baseline huggingface moved alike), at ddddddd liger at H=1024 25% slower (code)."""
     columns = (
         "group_id, provider, backend, kernel, pass, metric, gpu_name, workload_slug, before_run_id, after_run_id, "
-        "before_commit, after_commit, before_value, after_value, ratio, verdict, cause, confidence, observed_at"
+        "before_commit, after_commit, before_value, after_value, ratio, verdict, cause, confidence, observed_at, status, "
+        "below_min_effect"
     )
     points = [
         ("liger", "1024", "bbbbbbb", "ccccccc", 0.5e6, 0.4e6, "improved", "host"),
@@ -108,13 +109,13 @@ def _add_change_points(warehouse: Path) -> None:
             "CREATE TABLE change_points (group_id TEXT, provider TEXT, backend TEXT, kernel TEXT, pass TEXT, metric TEXT, "
             "gpu_name TEXT, workload_slug TEXT, before_run_id TEXT, after_run_id TEXT, before_commit TEXT, after_commit TEXT, "
             "before_value DOUBLE, after_value DOUBLE, ratio DOUBLE, verdict TEXT, cause TEXT, confidence DOUBLE, "
-            "observed_at TIMESTAMPTZ)"
+            "observed_at TIMESTAMPTZ, status TEXT, below_min_effect BOOLEAN)"
         )
         for (_, _, _, _, before_value, after_value, verdict, cause), (before_run, after_run) in zip(points, runs, strict=True):
             con.execute(
                 f"""INSERT INTO change_points ({columns})
                     SELECT a.group_id, a.provider, a.backend, a.kernel, a.pass, a.metric, a.gpu_name, a.workload_slug, ?, ?,
-                           b.benchmarked_commit, a.benchmarked_commit, ?, ?, ?, ?, ?, 0.9, a.observed_at
+                           b.benchmarked_commit, a.benchmarked_commit, ?, ?, ?, ?, ?, 0.9, a.observed_at, 'confirmed', false
                     FROM runs AS a, runs AS b WHERE a.run_id = ? AND b.run_id = ?""",
                 [before_run, after_run, before_value, after_value, before_value / after_value, verdict, cause, after_run, before_run],
             )
@@ -289,6 +290,52 @@ def test_the_real_two_stream_report_draws_the_ci_history_and_flags_rms_norm(upst
     changes = site[(summary.folder / "changes.html").resolve()]
     if changes_page.ABSENT in changes.text:
         return  # built before the change_points table: the page says so (test_without_the_change_points_table...)
-    [overview, *_] = TableReader((summary.folder / "changes.html").read_text(encoding="utf-8")).tables
+    tables = TableReader((summary.folder / "changes.html").read_text(encoding="utf-8")).tables
+    [overview] = [t for t in tables if "first run after" in t[0]]
+    # What changed in the newest run: its open lines, then its folded ones (the same columns).
+    newest = [tables[0][0]] + [row for t in tables if t[0] == tables[0][0] for row in t[1:]]
     firsts = _column(overview, "first run after")
     assert firsts == sorted(firsts, reverse=True)
+    _the_newest_run_opens_the_pages_and_its_steps_are_drawn(summary, site, newest)
+
+
+def _the_newest_run_opens_the_pages_and_its_steps_are_drawn(summary, site, newest: list[list[str]]) -> None:
+    """Issue 28's cases on the real history: what the newest CI run (ab7fe2a) changed opens the changes page and
+    the front page, liger first; tvd's step, found on a data-stream run, is drawn on the CI axis; its 1% steps are not."""
+    changes_text = (summary.folder / "changes.html").read_text(encoding="utf-8")
+    assert "What changed in the newest run: ab7fe2a" in changes_text
+    assert changes_text.index('id="newest-run"') < changes_text.index('id="every"')
+    index_text = summary.index.read_text(encoding="utf-8")
+    assert "What changed in the newest run: ab7fe2a" in index_text and index_text.index('id="newest-run"') < index_text.index("<h2>Kernels")
+    rows = {(r[0], r[2], r[3]): dict(zip(newest[0], r, strict=True)) for r in newest[1:]}
+    implementations_in_order = _column(newest, "implementation")
+    liger = [name.startswith("liger") for name in implementations_in_order]
+    assert liger == sorted(liger, reverse=True), "liger's lines first"
+    # softmax's liger backward: 8.8x slower at ab7fe2a than at e6f84b8 (e6f84b8's fast outlier, then back).
+    softmax = rows[("softmax", "backward · speed", "liger · triton")]
+    assert softmax["largest"].startswith("0.113x") and softmax["against"] == "e6f84b8"
+    # tvd's liger forward: 1.7x faster than before the step of the newest runs (against 5057ca8, every workload).
+    tvd = rows[("tvd", "forward · speed", "liger · triton")]
+    assert tvd["moved"] == "6 of 6" and tvd["typical"].startswith("1.6") and tvd["against"] == "5057ca8"
+    # That step was found at 8260f92, a data-stream commit: drawn at e6f84b8, the first benchmarked commit after it.
+    page = site[(summary.folder / summary.kernel_pages["tvd"]).resolve()]
+    [forward] = [i for i in page.images if "/history-" in i["src"] and "H100 80GB" in i["alt"] and "forward" in i["alt"]]
+    root = read_svg(page.resolve(forward["src"])[0].read_bytes())
+    labels = svg_texts(root)
+    assert len([label for label in labels if re.fullmatch(r"1\.6\dx", label)]) == 4  # one per panel
+    # tvd's 1% steps (a host flip, drawn in red on every panel before issue 28) are drawn on none of its charts.
+    for image in [i for i in page.images if "/history-" in i["src"] and "H100 80GB" in i["alt"]]:
+        drawn = svg_texts(read_svg(page.resolve(image["src"])[0].read_bytes()))
+        assert not {label for label in drawn if re.fullmatch(r"0\.9[6-9]x\??|1\.0[0-4]x\??", label)}
+    # layer_norm's huggingface steps of 3-4% at 1c07943 are change points below the minimum effect: listed apart, not drawn.
+    layer_norm = site[(summary.folder / summary.kernel_pages["layer_norm"]).resolve()]
+    assert "steps smaller than 5%, not counted as changes" in layer_norm.text
+    [chart] = [i for i in layer_norm.images if "/history-" in i["src"] and "H100 80GB" in i["alt"] and "forward" in i["alt"]]
+    drawn = svg_texts(read_svg(layer_norm.resolve(chart["src"])[0].read_bytes()))
+    assert not {label for label in drawn if re.fullmatch(r"0\.9[6-9]x\??|1\.0[0-4]x\??", label)}
+    # Every workload is reachable (issue 31): the two of six tvd workloads not in the chart are in the picture folded under it.
+    [rest] = [i for i in page.images if "/workloads-" in i["src"] and "H100 80GB" in i["alt"] and "forward" in i["alt"]]
+    shown = {t for t in labels if t.startswith("batch8-seq2048-vocab")}
+    others = {t for t in svg_texts(read_svg(page.resolve(rest["src"])[0].read_bytes())) if t.startswith("batch8-seq2048-vocab")}
+    assert len(shown) == 4 and len(others) == 2 and not shown & others
+    assert "The other 2 workloads" in page.text

@@ -35,7 +35,7 @@ def test_every_picture_is_an_svg_with_drawn_axes_and_labels(real_report, real_pa
     [charts_expected] = column(
         real_warehouse, "SELECT count(*) FROM (SELECT DISTINCT kernel, gpu_name, pass, metric FROM provider_comparisons)"
     )
-    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels" and not p.name.startswith("history-")]
+    kernel_charts = [p for p in seen if p.parent.parent.name == "kernels" and not p.name.startswith(("history-", "workloads-"))]
     assert len(kernel_charts) == charts_expected
     for chart in kernel_charts:
         texts = svg_texts(read_svg(chart.read_bytes()))
@@ -224,3 +224,41 @@ def test_a_history_chart_draws_each_commit_in_order_and_marks_a_change_between_t
     root = read_svg(history.history_figure(commits, [panel], "ms", "latency", styles).markup)
     [mark] = [p for p in root.iter(f"{SVG}path") if p.get("stroke") == timeline.IMPROVED]
     assert mark.get("stroke-dasharray") and not [t for t in svg_texts(root) if t.endswith("x") and t[0].isdigit()]
+
+
+def test_a_candidate_change_point_is_drawn_unconfirmed_and_a_label_near_the_edge_left_of_its_line():
+    commits = [f"c{i:06d}" for i in range(30)]
+    panel = history.Panel(
+        "batch4-hidden4096",
+        [history.Line("liger · triton", [(i, 1.0 if i < 29 else 1.7) for i in range(30)])],
+        [history.Mark("liger · triton", 28, 29, 1.7, 1 / 1.7, "regressed", "code", candidate=True)],
+    )
+    root = read_svg(history.history_figure(commits, [panel], "ms", "latency", {}).markup)
+    assert_drawn_inside(root)
+    # Between the two newest commits, at the plot's right edge: its label ends with `?` and is still drawn.
+    assert "0.59x?" in svg_texts(root)
+    [mark] = [p for p in root.iter(f"{SVG}path") if p.get("stroke") == timeline.REGRESSED and p.get("stroke-linecap") != "round"]
+    assert mark.get("stroke-dasharray") == "1 2"
+    [label] = [t for t in root.iter(f"{SVG}text") if t.text == "0.59x?"]
+    (x, _), _ = path_points(mark.get("d"))
+    assert float(label.get("x")) < x  # left of its line: there is no room right of it
+
+
+def test_the_changes_timeline_draws_candidates_faint_under_their_own_legend():
+    times = [dt.datetime(2025, 1, 5, tzinfo=dt.UTC), dt.datetime(2025, 6, 1, tzinfo=dt.UTC)]
+    root = read_svg(timeline.changes_timeline(times, [0.5, 0.6], ["regressed", "regressed"], ["confirmed", "candidate"]).markup)
+    assert {"regressed (1)", "regressed (unconfirmed) (1)"} <= set(svg_texts(root))
+    faint = [p for p in root.iter(f"{SVG}path") if p.get("stroke-opacity") == str(timeline.CANDIDATE_OPACITY)]
+    assert len(faint) == 2  # the point and its legend's
+
+
+def test_memory_axes_start_at_zero():
+    commits = ["a", "b", "c"]
+    panel = history.Panel("seq128", [history.Line("liger · triton", [(0, 2561.0), (1, 2564.0), (2, 2562.0)])])
+    memory = svg_texts(read_svg(history.history_figure(commits, [panel], "MiB", "memory", {}, from_zero=True).markup))
+    latency = svg_texts(read_svg(history.history_figure(commits, [panel], "MiB", "memory", {}).markup))
+    assert "0" in memory and "0" not in latency
+    series = [sweeps.Series("liger · triton", ["1", "2"], [2561.0, 2564.0], [2561.0, 2564.0], [2561.0, 2564.0], [1.0, 1.0])]
+    sweep = [sweeps.Sweep("seq", "seq", series)]
+    assert "0" in svg_texts(read_svg(sweeps.sweep_figure(sweep, "MiB", "memory", {}, from_zero=True).markup))
+    assert "0" not in svg_texts(read_svg(sweeps.sweep_figure(sweep, "MiB", "memory", {}).markup))

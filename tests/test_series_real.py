@@ -4,6 +4,8 @@ commit and in their direction, and series that only spike have none."""
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -58,26 +60,32 @@ def test_embedding_huggingface_forward_got_faster_at_1c07943(upstream_database: 
     assert all(row["verdict"] == "improved" and 2.3 < row["ratio"] < 3.5 for row in found.values())
 
 
-def test_a_regression_that_lasted_three_runs_is_a_step_there_and_back(upstream_database: Path):
-    found = steps(upstream_database, "layer_norm", "forward", "liger", "m4096-n1024-%")
-    assert [(row["after_commit"], row["verdict"]) for row in found] == [("7644a0f", "regressed"), ("5057ca8", "improved")]
-
-
-def test_embedding_liger_forward_regressed_for_three_runs_at_every_vocabulary(upstream_database: Path):
-    found = steps(upstream_database, "embedding", "forward", "liger", "d768-batch32-seq512-%")
-    there, back = at(found, "7644a0f"), at(found, "5057ca8")
-    assert len(there) == len(back) == 8, "every vocabulary size of the sweep, there and back"
-    assert all(row["verdict"] == "regressed" and row["cause"] == "code" for row in there.values())
-    assert all(row["verdict"] == "improved" and row["cause"] == "code" for row in back.values())
-    assert there["d768-batch32-seq512-vocab1024-fp32"]["ratio"] == pytest.approx(1 / 2.3, abs=0.02)
+def test_a_regression_of_two_commits_that_came_back_is_a_spike_not_two_change_points(upstream_database: Path):
+    # Three runs away (7644a0f-v0.7.0, its rerun 7644a0f, then 9c1ddb7) and back at 5057ca8: two commits, since
+    # reruns of one commit are one point (issue 28). It was a regressed / improved pair with no link before; a
+    # spike that returns within two commits is no change point (its runs are still on the history charts).
+    for kernel, slug in (("layer_norm", "m4096-n1024-%"), ("embedding", "d768-batch32-seq512-vocab1024-%")):
+        assert steps(upstream_database, kernel, "forward", "liger", slug) == []
+        (away,) = db.query(
+            upstream_database,
+            "SELECT min(value) / (SELECT median(value) FROM runs WHERE group_id = r.group_id AND provider = 'liger'"
+            " AND benchmarked_commit IN ('1fdb668', '5057ca8')) FROM runs AS r WHERE gpu_name = ? AND metric = 'speed'"
+            " AND kernel = ? AND pass = 'forward' AND provider = 'liger' AND workload_slug LIKE ? AND status = 'passed'"
+            " AND benchmarked_commit IN ('7644a0f', '9c1ddb7') GROUP BY r.group_id",
+            [H100, kernel, slug],
+        ).rows[0]
+        assert away > 2, "the three runs were far away: the rule, not a small excursion, is what sets them aside"
 
 
 def test_layer_norm_huggingface_forward_moved_a_few_percent_at_1c07943(upstream_database: Path):
     found = at(steps(upstream_database, "layer_norm", "forward", "huggingface"), "1c07943")
     directions = {slug.split("-")[1]: row["verdict"] for slug, row in found.items()}
-    # Small steps, each beyond its series' noise: 3-5% faster, and 3% slower at n=4096.
-    assert directions == {"n1024": "improved", "n2048": "improved", "n4096": "regressed", "n8192": "improved", "n16384": "improved"}
+    # Small steps, each beyond its series' noise: 3-5% faster, and 3% slower at n=4096. n=1024's (3%) is no longer
+    # found: its newest runs flip between host modes (window spread 1.2%), and 3% is not three of those noises.
+    assert directions == {"n2048": "improved", "n4096": "regressed", "n8192": "improved", "n16384": "improved"}
     assert all(0.96 < row["ratio"] < 1.06 for row in found.values())
+    # Under the 5% minimum effect they are kept, flagged (not drawn in the report); n=16384's 5.2% is not.
+    assert {slug.split("-")[1] for slug, row in found.items() if not row["below_min_effect"]} == {"n16384"}
 
 
 SPIKY = [
@@ -98,3 +106,40 @@ def test_a_series_that_only_spikes_has_no_change_point(upstream_database: Path, 
     ).rows[0]
     assert spikes > 1.3, "the series does spike"
     assert steps(upstream_database, kernel, pass_, provider, slug) == []
+
+
+def test_spikes_of_reruns_and_the_next_commit_are_no_longer_regression_improvement_pairs(upstream_database: Path):
+    # Issue 28: a quarter of the regressions (121 of 482, census of bench.change_points) were a spike reported as a
+    # regression and an improvement with no link: three runs or fewer away, back within 5%.
+    from bench.change_points import census
+
+    lines = census(upstream_database / "warehouse.duckdb", sample=0)
+    [pairs] = [line for line in lines if line.startswith("spike pairs")]
+    paired, regressions = (int(n) for n in re.search(r"regressions in one (\d+) of (\d+)", pairs).groups())
+    assert regressions > 200 and paired / regressions < 0.02
+    # ... and no change point lies between two runs of one commit.
+    (between,) = db.query(upstream_database, "SELECT count(*) FROM change_points WHERE before_commit = after_commit").rows[0]
+    assert between == 0
+
+
+def test_the_newest_points_steps_are_candidates_and_small_steps_are_flagged(upstream_database: Path):
+    # Every step whose after-segment is the newest one or two commits of its series is a candidate; none older is.
+    rows = db.query(upstream_database, "SELECT status, n_after, below_min_effect, ratio FROM change_points").records()
+    assert {row["status"] for row in rows} == {"confirmed", "candidate"}
+    assert all(row["n_after"] >= 3 for row in rows if row["status"] == "confirmed")
+    assert all(row["below_min_effect"] == (abs(math.log(row["ratio"])) < math.log(1.05)) for row in rows)
+    # tvd's 1% steps (drawn in red on every panel before issue 28: torch and liger alike, a host flip) are no
+    # change points now: those series' newest runs flip between two modes 1.2% apart, which the window sees.
+    (small,) = db.query(
+        upstream_database,
+        "SELECT count(*) FROM change_points WHERE kernel = 'tvd' AND gpu_name = ? AND ratio BETWEEN 0.97 AND 1.03",
+        [H100],
+    ).rows[0]
+    assert small == 0
+    (methods,) = db.query(
+        upstream_database,
+        "SELECT list(DISTINCT method) FROM series_noise JOIN (SELECT DISTINCT group_id FROM runs WHERE kernel = 'tvd' AND gpu_name = ?"
+        " AND metric = 'speed' AND pass = 'forward') USING (group_id) WHERE provider = 'torch'",
+        [H100],
+    ).rows[0]
+    assert "window" in methods

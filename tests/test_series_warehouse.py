@@ -60,9 +60,12 @@ def test_a_step_is_one_change_point_with_its_runs_commits_and_cause(series_wareh
     assert code["ratio"] == pytest.approx(0.8, rel=0.03)
     assert code["ratio"] == pytest.approx(code["before_value"] / code["after_value"])
     assert 0.99 < code["confidence"] <= 1
-    # The baseline moved by the same factor at the same commit: the host, for liger. huggingface's own step
-    # has no witness (no torch in the group), so it stays the code's.
-    assert (found["batch8-hidden4096", "liger"]["cause"], found["batch8-hidden4096", "huggingface"]["cause"]) == ("host", "code")
+    # The baseline moved by the same factor at the same commit: the host, for liger. huggingface's own step has
+    # no second baseline in the group (no torch): liger, the group's other provider, witnesses it, and moved alike
+    # (issue 28: a baseline provider can get cause host too).
+    assert (found["batch8-hidden4096", "liger"]["cause"], found["batch8-hidden4096", "huggingface"]["cause"]) == ("host", "host")
+    # ... while batch 4's huggingface did not move, so liger's step there is the code's.
+    assert all(p["status"] == "confirmed" and not p["below_min_effect"] for p in points)
     with db.session(series_warehouse) as reader:
         assert all(outcome.passed for outcome in reader.run_checks())
 
@@ -76,7 +79,10 @@ def test_every_series_has_its_noise(series_warehouse: Path):
     # Its consecutive differences are 2% to 9% (median 5%): a run's sigma is 5% x 1.4826 / sqrt(2).
     assert noise["batch16-hidden4096", "torch"]["noise"] == pytest.approx(0.05 * 1.4826 / math.sqrt(2), rel=0.15)
     assert noise["batch4-hidden4096", "huggingface"]["noise"] == pytest.approx(0.01, rel=0.4)
-    assert {r["method"] for r in noise.values()} == {"consecutive"}
+    # Differences, or for a flat 1% series whose newest ten runs happen to spread wider, the window (its IQR / 1.349).
+    assert {r["method"] for r in noise.values()} <= {"consecutive", "window"}
+    assert all(r["noise"] >= r["window_noise"] for r in noise.values() if r["window_noise"] < 0.016)
+    assert noise["batch16-hidden4096", "torch"]["method"] == "consecutive"
 
 
 def test_a_drift_inside_the_noise_is_unchanged_in_version_changes(series_warehouse: Path):
@@ -92,3 +98,36 @@ def test_a_drift_inside_the_noise_is_unchanged_in_version_changes(series_warehou
     assert {v for c, v in verdicts.items() if c not in ("c10", "c11")} == {"unchanged"}
     # The same drifts judged by the bands alone would all be changes: the noise is what says unchanged.
     assert all(row["value"] != row["previous_value"] for row in torch)
+
+
+def test_points_are_ordered_by_their_commit_so_an_old_commit_benchmarked_late_is_a_rerun_in_its_place(tmp_path: Path):
+    # liger 25% slower from c15; then c05 is benchmarked again, last (a release rerun of an old commit, as
+    # 009401c after 2845fe8 upstream), at the old level. By time it would be the newest point, back at the old
+    # level: a candidate improvement. By its commit it is a rerun of c05: one step, confirmed, nothing after it.
+    runs = history("liger", [100_000] * 15 + [125_000] * 10, 0.01, seed=1)
+    late = dict(runs[5], run_id="rms_norm/liger/4/late", value=101_000, p20=101_000, p80=101_000)
+    late["observed_at"] = runs[-1]["observed_at"].replace(day=28)
+    write_warehouse(tmp_path, [*runs, late])
+    database_build.build_database(tmp_path, BASELINES)
+    points = rows(tmp_path, "SELECT after_commit, verdict, status, n_before, n_after FROM change_points")
+    assert points == [{"after_commit": "c15", "verdict": "regressed", "status": "confirmed", "n_before": 16, "n_after": 10}]
+    (noise,) = rows(tmp_path, "SELECT n_points, n_differences, method FROM series_noise")
+    # The late run is direct evidence of the noise: a rerun of c05 (24 consecutive differences, 1 rerun).
+    assert (noise["n_points"], noise["n_differences"], noise["method"]) == (26, 25, "reruns+consecutive")
+
+
+def test_a_step_at_the_newest_commit_is_a_candidate_below_the_minimum_effect_flagged(tmp_path: Path):
+    runs = [
+        *history("liger", [100_000] * 20 + [160_000], 0.005, seed=7),
+        # 3.5% slower from c12: well beyond a 0.5% noise, under the 5% minimum effect.
+        *history("liger", [100_000] * 12 + [103_500] * 9, 0.002, seed=8, x=8),
+    ]
+    write_warehouse(tmp_path, runs)
+    database_build.build_database(tmp_path, BASELINES)
+    found = {r["workload_slug"]: r for r in rows(tmp_path, "SELECT * FROM change_points")}
+    newest, small = found["batch4-hidden4096"], found["batch8-hidden4096"]
+    assert (newest["after_commit"], newest["status"], newest["verdict"], newest["n_after"]) == ("c20", "candidate", "regressed", 1)
+    assert not newest["below_min_effect"]
+    assert (small["after_commit"], small["status"], small["below_min_effect"]) == ("c12", "confirmed", True)
+    with db.session(tmp_path) as reader:
+        assert all(outcome.passed for outcome in reader.run_checks())

@@ -185,8 +185,17 @@ COLUMNS: dict[str, dict[str, str]] = {
         "ratio": "before_value / after_value: above 1 is faster or leaner",
         "observed_at": "when the first run after the change ran (UTC)",
         "noise": "the series' noise (series_noise.noise)",
+        "status": "confirmed, or candidate: fewer than three commits after it yet",
+        "below_min_effect": "the step is smaller than the minimum effect (5%): not drawn as a change",
+    },
+    "series_noise": {
+        "window_noise": "the window spread: IQR of ln value / 1.349 over 10 runs, the larger of the windows median and the newest"
     },
     "sweep_comparisons": {"n_points": "sweep points compared"},
+    "commit_places": {
+        "benchmarked_commit": "a commit of upstream's main that its CI benchmarked (a CI folder's name, abbreviated)",
+        "commit_at": "its place in main as the warehouse can tell it: the earliest of its first run and its data commit's time (UTC)",
+    },
     # The view in human units: its inherited words would say ns and bytes.
     "readable_runs": {
         "value": "median in ms (speed) or MiB (memory); another metric in its raw unit",

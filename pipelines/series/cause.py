@@ -6,8 +6,10 @@ commits and of its after commits differ by at least MIN_SHIFT_NOISES of its own 
 that shift is within HOST_NOISES combined noises of the step's own (by the same factor). Commits, not
 times, pair the two series: in one CI folder the providers run minutes apart, in either order.
 The baseline's own series is checked against the next provider of the baseline list present in the
-group (it cannot be its own witness); without one, or without reference runs of those commits on both
-sides, nothing says the host moved and the cause is `code`.
+group (it cannot be its own witness), else against any other provider of the group (the first by name:
+a group of `liger` and `torch` alone has no second baseline, and a machine that slows `torch` slows
+`liger` alike); without one, or without reference runs of those commits on both sides, nothing says the
+host moved and the cause is `code`.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ HOST_NOISES = 3.0
 
 
 def reference_provider(providers: set[str], baselines: Sequence[str], provider: str) -> str | None:
-    """The provider whose series witnesses the host: the group's baseline, or the next one for the baseline itself."""
+    """The provider whose series witnesses the host: the group's baseline, or the next one for the baseline
+    itself, else (for the baseline) any other provider of the group."""
     for candidate in baselines:
         if candidate in providers and candidate != provider:
             return candidate
+    if provider in baselines:
+        return min((p for p in providers if p != provider), default=None)
     return None
 
 

@@ -1,7 +1,10 @@
 """Persistent shifts in one series (SPEC section 8): where, how far, and how sure.
 
-A series is one implementation's passed runs in one comparable group, in observed order, as ln(value).
-Detection has two parts:
+A series is one implementation's passed runs in one comparable group, in the order of their commits
+(sql/series/series_points.sql), as ln(value). Reruns of one commit (0a62700 and 0a62700-v0.6.4) are one
+point, their median (`collapse`): two runs of unchanged code are no more evidence of a level than one, and
+counted apart they turned a spike of one commit and the next (three runs) into a level of its own. Their
+difference is still evidence of the noise (noise.py reads every run). Detection has two parts:
 
 1. Segmentation by `ruptures` (chosen by measurement on upstream's CI history, see docs/statistics.md's
    "Change points: the library and why"): PELT (Killick et al. 2012, exact, with pruning) with the
@@ -10,14 +13,18 @@ Detection has two parts:
    It splits wherever a mean shift pays for itself, spikes included (MIN_SIZE = 1 lets a spike be
    its own segment instead of bending its neighbours' levels).
 2. Persistence, the warehouse's own rule, the same whatever segments the library gives:
-   - a segment too short to be a level (fewer than MIN_INTERIOR points between two others, fewer
-     than MIN_AFTER at the end, one point at the start) is a spike when the levels either side
-     agree (it came back): its points are set aside and its neighbours merged; when they do not
-     agree it is part of the step and joins its nearer neighbour;
+   - a segment too short to be a level (fewer than MIN_INTERIOR commits between two others, one point
+     at the start) is a spike when the levels either side agree (it came back within a few commits):
+     its points are set aside and its neighbours merged; when they do not agree it is part of the
+     step and joins its nearer neighbour;
    - two neighbouring segments whose medians do not differ significantly are merged, the weakest
      pair first: |shift| >= MIN_SHIFT_NOISES x noise and z >= MIN_Z, with
      z = |shift| / (noise x MEDIAN_EFFICIENCY x sqrt(1/n_before + 1/n_after)).
    What is left are the change points; before/after values are the medians of the two segments.
+3. The newest commits: a step with fewer than CONFIRM_AFTER commits after it (the newest one or two)
+   cannot yet be told from a spike; it is a `candidate` (Step.status), shown as unconfirmed until the
+   next runs confirm it (a third commit at the new level) or refute it (they come back, and the
+   segment becomes a spike). A step with CONFIRM_AFTER or more is `confirmed`.
 
 Confidence: the probability that a run after the step lies beyond a run before it, in the step's
 direction (over every pair of a run before and a run after, ties counting half: the common-language
@@ -46,8 +53,11 @@ PENALTY_PER_LOG_N = 16.0
 MIN_SIZE = 1
 # A level needs three points between two others: two points that go away and come back are a spike.
 MIN_INTERIOR = 3
-# SPEC: a step is persistent with at least two points after it (the newest data cannot wait for a third).
-MIN_AFTER = 2
+# The newest commit alone can show a step (a candidate, below): the newest data cannot wait.
+MIN_AFTER = 1
+# ... and three commits at the new level confirm it: two could still be a spike of the kind set aside above.
+CONFIRM_AFTER = 3
+CONFIRMED, CANDIDATE = "confirmed", "candidate"
 # A shift under three run-to-run sigmas is within what one rerun of the same commit often moves.
 MIN_SHIFT_NOISES = 3.0
 # ... and it must stand out of the segments' own spread: z >= 4 is p < 0.0001 for one pair of segments.
@@ -67,11 +77,58 @@ class Step:
     confidence: float
     before_points: tuple[int, ...]  # indexes of the segments' points (spikes set aside), for the cause
     after_points: tuple[int, ...]
+    after_commits: int = 0  # commits (reruns counted once) in the segment after; 0: len(after_points)
 
     @property
     def ratio(self) -> float:
         """before / after: above 1, the newer runs are faster or leaner."""
         return self.before_value / self.after_value
+
+    @property
+    def status(self) -> str:
+        """`candidate` while fewer than CONFIRM_AFTER commits stand after it, else `confirmed`."""
+        return CANDIDATE if (self.after_commits or len(self.after_points)) < CONFIRM_AFTER else CONFIRMED
+
+
+def collapse(values: Sequence[float], commits: Sequence[object]) -> tuple[list[float], list[tuple[int, ...]]]:
+    """One point per commit: neighbouring runs of one commit (ordered by commit, its reruns are neighbours)
+    as their median, with the indexes of the runs each point stands for."""
+    points: list[float] = []
+    members: list[tuple[int, ...]] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and commits[j + 1] == commits[i]:
+            j += 1
+        points.append(math.exp(median(math.log(values[k]) for k in range(i, j + 1))))
+        members.append(tuple(range(i, j + 1)))
+        i = j + 1
+    return points, members
+
+
+def detect_runs(values: Sequence[float], commits: Sequence[object], noise: float, segmenter: Segmenter | None = None) -> list[Step]:
+    """The steps of a series of runs with their commits: detected on one point per commit (`collapse`),
+    reported in run indexes (before: the last run of the commit before, after: the first run of the commit
+    after; the segments' points: every run of their commits)."""
+    points, members = collapse(values, commits)
+    found = detect(points, noise) if segmenter is None else detect(points, noise, segmenter)
+    runs = []
+    for step in found:
+        before = tuple(k for p in step.before_points for k in members[p])
+        after = tuple(k for p in step.after_points for k in members[p])
+        runs.append(
+            Step(
+                members[step.before][-1],
+                members[step.after][0],
+                step.before_value,
+                step.after_value,
+                step.confidence,
+                before,
+                after,
+                len(step.after_points),
+            )
+        )
+    return runs
 
 
 def ruptures_segments(scaled: np.ndarray, penalty_per_log_n: float = PENALTY_PER_LOG_N) -> list[int]:
@@ -92,7 +149,7 @@ def detect(values: Sequence[float], noise: float, segmenter: Segmenter = rupture
     starts = segmenter(np.asarray(logs) / noise)
     bounds = [0, *sorted(set(starts) - {0, len(logs)}), len(logs)]
     segments = [list(range(a, b)) for a, b in zip(bounds, bounds[1:])]
-    segments = _persistent(segments, logs, noise)
+    segments = _newest(_persistent(segments, logs, noise), logs, noise)
     steps = []
     for left, right in zip(segments, segments[1:]):
         shift, _ = _shift(left, right, logs, noise)
@@ -141,11 +198,32 @@ def _persistent(segments: list[list[int]], logs: Sequence[float], noise: float) 
         segments = [*segments[:weakest], segments[weakest] + segments[weakest + 1], *segments[weakest + 2 :]]
 
 
+def _newest(segments: list[list[int]], logs: Sequence[float], noise: float) -> list[list[int]]:
+    """The newest two points, or the newest one, split off the last level as a candidate when they stand
+    apart from it: the segmentation's penalty, which protects the history from spikes, asks a lone newest
+    point for about 7.5 noises, while a candidate needs only what a step needs (`significant`)."""
+    last = segments[-1]
+    for k in (2, 1):
+        rest, newest = last[:-k], last[-k:]
+        if len(rest) < MIN_INTERIOR:
+            continue
+        level = median(logs[i] for i in rest)
+        # Two newest points are a candidate only when both left the level, on one side.
+        apart = {math.copysign(1.0, logs[i] - level) for i in newest if abs(logs[i] - level) >= MIN_SHIFT_NOISES * noise}
+        if (
+            sum(abs(logs[i] - level) >= MIN_SHIFT_NOISES * noise for i in newest) == k
+            and len(apart) == 1
+            and significant(rest, newest, logs, noise)
+        ):
+            return [*segments[:-1], rest, newest]
+    return segments
+
+
 def _too_short(segments: list[list[int]], i: int) -> bool:
     if len(segments) == 1:
         return False
     if i == len(segments) - 1:
-        return len(segments[i]) < MIN_AFTER
+        return len(segments[i]) < MIN_AFTER  # never, at MIN_AFTER = 1: the newest point is a candidate
     if i == 0:
         return len(segments[i]) < 2
     return len(segments[i]) < MIN_INTERIOR
@@ -159,7 +237,7 @@ def _first_short(segments: list[list[int]]) -> int | None:
 
 def _resolve_short(segments: list[list[int]], i: int, logs: Sequence[float], noise: float) -> list[list[int]]:
     if i == 0 or i == len(segments) - 1:
-        # A lone first point, or a newest point not yet confirmed: set aside.
+        # A lone first point: set aside.
         rest = [*segments[:i], *segments[i + 1 :]]
         return rest
     left, right = segments[i - 1], segments[i + 1]

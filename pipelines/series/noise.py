@@ -27,16 +27,36 @@ such a series has no change points and version_changes judges its runs by their 
 NOISE_FLOOR keeps a series whose runs are all identical (memory, most often) from having a zero noise
 that every later difference of a rounding would exceed.
 
+Differences do not see a bimodal host. Upstream's CI runs each week on another cloud host, and some series
+sit in one of two modes about 1.2% apart for weeks, then the other: nearly every consecutive difference is
+then zero (the median of them, 0) while the series is plainly 1.2% wide, so a flip reads as a step of many
+noises. The `window` spread sees it: over every window of WINDOW consecutive points of a series with at
+least MIN_WINDOW points, the interquartile range of ln value scaled to a normal sigma (IQR / 1.349), and
+the larger of the median of those over the windows (a step moves only the windows that straddle it, and a
+quarter of a window in the other mode already opens its IQR) and the newest window's (a host that turned
+bimodal in the series' second half, as upstream's torch series did, leaves the median over all windows
+near zero; the newest run is judged against the newest runs). A window that straddles a real step opens as well, and
+in a short series most windows do; so the window raises the noise by at most WINDOW_MOST, the noise at
+which a step of the practical minimum effect (pipelines/core/effect.py, 5%) still is the MIN_SHIFT_NOISES
+a change point needs: host modes are a percent or two apart, and no window can hide a 5% step. A series'
+own noise is the larger of its differences' estimate and its window spread so capped (method `window`
+when that is the larger), the floor below both; the window spread itself, uncapped, is stored beside it
+(`series_noise.window_noise`) whatever won.
+
 `noise_arrays` computes every series at once with numpy (a warehouse holds millions of series, most of
 one or two runs); `series_noises` is the same for a few series given one by one.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
+
+from pipelines.core import effect
+from pipelines.series.change_points import MIN_SHIFT_NOISES
 
 # 1.4826: the MAD of a normal distribution times this is its sigma; / sqrt(2): one run, not a difference of two.
 MAD_TO_RUN_SIGMA = 1.4826 / np.sqrt(2)
@@ -45,8 +65,16 @@ MIN_DIFFERENCES = 5
 # 0.2%: upstream prints memory to the MiB and latencies to a few digits; a closer agreement is rounding.
 NOISE_FLOOR = 0.002
 # How each noise was found (NoiseArrays.method holds indexes into this).
-METHODS = ("consecutive", "reruns+consecutive", "reruns-pooled", "pooled", "pooled-metric", "none")
-CONSECUTIVE, RERUNS, RERUNS_POOLED, POOLED, POOLED_METRIC, NONE = range(len(METHODS))
+# A window of ten weekly runs: long enough for an interquartile range, short against a series' life.
+WINDOW = 10
+# ... and a series needs this many points for one (an IQR of fewer is a guess).
+MIN_WINDOW = 6
+# The interquartile range of a normal distribution is 1.349 sigma.
+IQR_TO_SIGMA = 1 / 1.349
+# ln(1.05) / 3 = 1.6%: a 5% step is still three noises (see the module).
+WINDOW_MOST = math.log1p(effect.MIN_EFFECT) / MIN_SHIFT_NOISES
+METHODS = ("consecutive", "reruns+consecutive", "reruns-pooled", "pooled", "pooled-metric", "none", "window")
+CONSECUTIVE, RERUNS, RERUNS_POOLED, POOLED, POOLED_METRIC, NONE, WINDOWED = range(len(METHODS))
 
 
 class Noise(NamedTuple):
@@ -54,12 +82,14 @@ class Noise(NamedTuple):
     n_points: int
     n_differences: int  # the series' own differences (0 when pooled)
     method: str
+    window: float | None = None  # the window spread, None for a short series
 
 
 class NoiseArrays(NamedTuple):
     noise: np.ndarray  # per series, NaN when unknown
     n_differences: np.ndarray
     method: np.ndarray  # index into METHODS
+    window: np.ndarray  # the window spread (sigma of ln), NaN for a series shorter than MIN_WINDOW
 
 
 def differences(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -100,6 +130,23 @@ def spread(median_difference: np.ndarray) -> np.ndarray:
     return np.maximum(median_difference * MAD_TO_RUN_SIGMA, NOISE_FLOOR)
 
 
+def window_spreads(series_of: np.ndarray, logs: np.ndarray, n_series: int) -> np.ndarray:
+    """Each series' window spread (see the module): IQR(ln value) / 1.349 over windows of WINDOW consecutive
+    points (all of them when it has fewer), the larger of the median over its windows and its newest window;
+    NaN below MIN_WINDOW points."""
+    spreads = np.full(n_series, np.nan)
+    counts = np.bincount(series_of, minlength=n_series)
+    starts = np.cumsum(counts) - counts
+    # Only the few long series are looked at one by one; most of a warehouse's series have a run or two.
+    for i in np.flatnonzero(counts >= MIN_WINDOW):
+        values = logs[starts[i] : starts[i] + counts[i]]
+        windows = np.lib.stride_tricks.sliding_window_view(values, min(WINDOW, len(values)))
+        q1, q3 = np.percentile(windows, [25, 75], axis=1)
+        widths = (q3 - q1) * IQR_TO_SIGMA
+        spreads[i] = max(float(np.median(widths)), float(widths[-1]))
+    return spreads
+
+
 def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, pool: np.ndarray, metric_pool: np.ndarray) -> NoiseArrays:
     """The noise of every series. Points come series after series (`series_of`, from 0, each series in its
     order) with ln value and commit codes; `pool` and `metric_pool` give each series' pools as codes."""
@@ -110,6 +157,12 @@ def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, p
     own = n_differences >= MIN_DIFFERENCES
     noise = np.where(own, spread(own_median), np.nan)
     method = np.where(n_reruns > 0, RERUNS, CONSECUTIVE)
+    # A bimodal host: the window's spread, when wider than the differences say, is the noise.
+    window = window_spreads(series_of, logs, n_series)
+    capped = np.minimum(window, WINDOW_MOST)
+    widened = own & (capped > noise)
+    noise = np.where(widened, capped, noise)
+    method = np.where(widened, WINDOWED, method)
     # The pool's reruns: when they say a run moves more than the series' own differences do, they win.
     n_pools = int(max(pool.max(initial=-1), metric_pool.max(initial=-1))) + 1
     rerun_median, rerun_count = group_medians(pool[which[is_rerun]], size[is_rerun], n_pools)
@@ -125,7 +178,7 @@ def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, p
     by_metric = short & ~by_pool & ~np.isnan(metric_median[metric_pool])
     noise = np.where(by_pool, pool_median[pool], np.where(by_metric, metric_median[metric_pool], noise))
     method = np.where(by_pool, POOLED, np.where(by_metric, POOLED_METRIC, np.where(short, NONE, method)))
-    return NoiseArrays(noise, np.where(own, n_differences, 0), method)
+    return NoiseArrays(noise, np.where(own, n_differences, 0), method, window)
 
 
 def series_noises(
@@ -158,6 +211,7 @@ def series_noises(
             int(n_points[i]),
             int(found.n_differences[i]),
             METHODS[found.method[i]],
+            None if np.isnan(found.window[i]) else float(found.window[i]),
         )
         for i, key in enumerate(keys)
     }

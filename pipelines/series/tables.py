@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.core import sql_files
+from pipelines.core import effect, sql_files
 from pipelines.series import cause as causes
 from pipelines.series import change_points as detection
 from pipelines.series import noise as noises
@@ -97,7 +97,7 @@ def compute_steps(series: Series, noise: np.ndarray, baselines: Sequence[str]) -
     providers, backends = series.table.column("provider"), series.table.column("backend")
     found = []
     for i in candidates(series, noise):
-        steps = detection.detect(series.values[series.points(i)].tolist(), float(noise[i]))
+        steps = detection.detect_runs(series.values[series.points(i)].tolist(), series.commits[series.points(i)].tolist(), float(noise[i]))
         if not steps:
             continue
         # A group's series are side by side (series.sql orders by group): its implementations are these.
@@ -145,6 +145,7 @@ def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table
             "noise": pa.array(noise.noise, mask=~known),
             "method": pa.DictionaryArray.from_arrays(pa.array(noise.method.astype(np.int32)), pa.array(noises.METHODS)),
             "n_differences": pa.array(noise.n_differences.astype(np.int64)),
+            "window_noise": pa.array(noise.window, mask=np.isnan(noise.window)),
         }
     )
     con.register("series_noise_rows", noise_rows)
@@ -175,6 +176,8 @@ CHANGE_ROWS = pa.schema(
         ("n_before", pa.int64()),
         ("n_after", pa.int64()),
         ("noise", pa.float64()),
+        ("status", pa.string()),
+        ("below_min_effect", pa.bool_()),
     ]
 )
 
@@ -196,4 +199,6 @@ def _change_rows(series: Series, noise: np.ndarray, found: list[Found]) -> pa.Ta
         columns["n_before"].append(len(step.before_points))
         columns["n_after"].append(len(step.after_points))
         columns["noise"].append(float(noise[i]))
+        columns["status"].append(step.status)
+        columns["below_min_effect"].append(effect.below_min_effect(step.ratio))
     return pa.table({name: columns.get(name, []) for name in CHANGE_ROWS.names}, schema=CHANGE_ROWS)

@@ -46,13 +46,13 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from pipelines.core.effect import MIN_EFFECT
 from pipelines.core.settings import DEFAULT_BASELINES
 from pipelines.verdict.level import LEVEL_POINTS
 
 RUN_Z = 3.0
 KERNEL_ALPHA = 0.05
 SIGN_TEST_RUNS = 5  # the fewest runs whose sign test can reach KERNEL_ALPHA: 2 ** -5 = 0.031
-MIN_EFFECT = 0.05
 # The standard error of a median of normal values is sqrt(pi / 2) = 1.2533 times a mean's.
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 VERDICTS = ("slower", "faster", "same", "inconclusive", "no baseline")

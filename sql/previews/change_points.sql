@@ -21,6 +21,8 @@ SELECT
     ratio,
     verdict,
     cause,
-    confidence
+    confidence,
+    status,
+    below_min_effect
 FROM farthest
 ORDER BY ratio DESC, after_run_id ASC

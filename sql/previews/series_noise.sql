@@ -9,7 +9,8 @@ SELECT
     noise.provider,
     noise.backend,
     noise.n_points,
-    noise.noise
+    noise.noise,
+    noise.window_noise
 FROM series_noise AS noise
 INNER JOIN comparable_groups AS run USING (group_id)
 ORDER BY noise.n_differences = 0 ASC, noise.noise DESC, noise.group_id ASC, noise.provider ASC, noise.backend ASC

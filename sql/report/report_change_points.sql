@@ -4,7 +4,9 @@
 -- (commit and release) and time of the runs either side, so a point can be
 -- placed on its history chart and its commit dated; and the group's baseline
 -- (comparable_groups.baseline_provider, with the backends its runs in the group
--- were written for, from runs), which `cause = 'host'` says moved alike.
+-- were written for, from runs), which `cause = 'host'` says moved alike;
+-- status (confirmed, or candidate: too new to be sure) and below_min_effect
+-- (a step under 5%: listed, not drawn as a change).
 WITH baseline_backends AS (
     SELECT
         runs.group_id,
@@ -28,6 +30,8 @@ SELECT
     cp.cause,
     cp.ratio,
     cp.confidence,
+    cp.status,
+    cp.below_min_effect,
     human_value(cp.before_value, after_run.unit) AS before_value,
     human_value(cp.after_value, after_run.unit) AS after_value,
     human_unit(after_run.unit) AS unit,

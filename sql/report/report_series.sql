@@ -4,9 +4,12 @@
 -- (readable_runs). Choices: a run carried by both streams counts here once, at
 -- the benchmarked commit of the first `ci` snapshot that holds it; the x axis
 -- is the CI folder (commit and release: a release rerun of a commit is a point
--- of its own), and the chart orders folders by their first run's observed_at,
--- since the order of the benchmarked commits on upstream's `main` is not in
--- the warehouse.
+-- of its own), and the chart orders folders by commit_at, the commit's first
+-- run anywhere in the warehouse (as sql/series/series_points.sql places it:
+-- the order of the benchmarked commits on upstream's `main` is not in the
+-- warehouse, and upstream's CI benchmarks main's head), then by their own
+-- first run: a rerun of a commit sits beside its first run, and a folder
+-- rewritten weeks later on another GPU keeps its commit's place.
 SELECT
     run.group_id,
     run.kernel,
@@ -21,7 +24,8 @@ SELECT
     run.observed_at,
     run.value,
     run.unit,
-    run.run_id
+    run.run_id,
+    min(run.observed_at) OVER (PARTITION BY run.benchmarked_commit) AS commit_at
 FROM readable_runs AS run
 WHERE run.benchmarked_commit IS NOT NULL AND run.status = 'passed'
 ORDER BY run.kernel, run.gpu_name, run.pass, run.metric, run.workload_slug, run.provider, run.backend, run.observed_at, run.run_id

@@ -5,7 +5,11 @@
 -- improved above 1 and regressed below; only latency and memory series are searched (the only
 -- metrics with a direction). before_commit / after_commit: the benchmarked
 -- commits where known, else the data commits that first carried the runs
--- (series_points.sql's commit). Stored in series order, then time.
+-- (series_points.sql's commit). status: confirmed, or candidate for a step
+-- with fewer than three commits after it (the newest one or two: the next
+-- runs confirm or refute it). below_min_effect: the step moves the level by
+-- less than the practical minimum effect (pipelines/core/effect.py, 5%): kept
+-- here, not drawn as a change. Stored in series order, then time.
 
 -- pipelines/series/change_points.py finds the shifts (change_point_rows: the
 -- series, the rowids of the runs around each, the segments' medians, confidence
@@ -40,7 +44,9 @@ SELECT
     after_run.observed_at,
     found.n_before,
     found.n_after,
-    found.noise
+    found.noise,
+    found.status,
+    found.below_min_effect
 FROM found
 INNER JOIN runs AS before_run ON found.before_row = before_run.rowid
 INNER JOIN runs AS after_run ON found.after_row = after_run.rowid

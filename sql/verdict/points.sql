@@ -11,6 +11,9 @@
 --   of the snapshot that first carried it, else that snapshot (as
 --   sql/series/series_points.sql): two points of one commit are reruns, one
 --   point of the level;
+-- - order: the commit's place in main where the warehouse can tell it (the
+--   view commit_places, as the change points order the series), else when the
+--   run ran;
 -- - a value that is not above zero is no point (quarantined upstream anyway).
 SELECT
     r.group_id,
@@ -18,11 +21,12 @@ SELECT
     r.backend,
     r.value::DOUBLE AS value,
     coalesce(r.benchmarked_commit, first_seen."commit", r.first_seen_snapshot) AS "commit",
-    r.observed_at AS "order"
+    coalesce(placed.commit_at, r.observed_at) AS "order"
 FROM runs AS r
 SEMI JOIN contender_series AS s
     ON r.group_id = s.group_id AND r.provider = s.provider AND r.backend = s.backend
 LEFT JOIN snapshots AS first_seen ON r.first_seen_snapshot = first_seen.snapshot_id
+LEFT JOIN commit_places AS placed ON r.benchmarked_commit = placed.benchmarked_commit
 WHERE
     r.status = 'passed'
     AND r.value > 0

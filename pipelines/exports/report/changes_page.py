@@ -18,9 +18,11 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.core import effect
 from pipelines.core.layout import DATABASE
 from pipelines.exports.report import html, implementations
 from pipelines.exports.report.html import link, text
+from pipelines.exports.report.newest import NOISES, Moved, Newest
 from pipelines.exports.report.pages import TITLE, Picture, Site
 
 CHANGES = "changes.html"
@@ -34,8 +36,78 @@ EXPLAINED = (
     "a spike that comes back is not one. Ratio: the series' median before the shift / its median after "
     "(above 1: faster or leaner after), so each ratio is taken against the same implementation before the commit. "
     "Cause: host when the group's baseline (named in its column) moved by the same factor at the same commit, "
-    "which is a change of machine rather than of the kernel; code otherwise."
+    "which is a change of machine rather than of the kernel; code otherwise. Unconfirmed: a step at the newest "
+    "one or two commits of its series, which the next runs confirm or refute. "
+    f"A step smaller than {effect.MIN_EFFECT:.0%} is not counted as a change: such steps are listed apart, folded."
 )
+
+NEWEST_ANCHOR = "newest-run"
+NEWEST_SHOWN = 20  # lines open in "what changed in the newest run"; the rest folded below them
+UNCONFIRMED = "unconfirmed"
+
+
+def newest_section(site: Site, newest: Newest, heading: str = "h2") -> str:
+    """What changed in the newest run (newest.py): one line per kernel, GPU, pass, metric and implementation
+    whose newest point moved beyond its noise, liger first."""
+    if newest.commit is None:
+        return ""
+    parts = [
+        f'<section id="{NEWEST_ANCHOR}"><{heading} class="newest">What changed in the newest run: {text(newest.commit)} · {text(newest.observed)}</{heading}>',
+        f"<p>Each kernel whose newest point moved beyond its noise ({NOISES:g} sigmas of a difference of two runs) "
+        f"and by at least {effect.MIN_EFFECT:.0%}: the latest run against the one before it (against the level before "
+        "a change point of the newest two runs, where there is one), liger first. Ratio: before / latest "
+        "(above 1: faster or leaner now); moved: workloads that moved of those in the newest run.</p>",
+    ]
+    if not newest.moved:
+        parts.append("<p>No kernel moved beyond its noise in the newest run.</p></section>")
+        return "\n".join(parts)
+    shown, folded = newest.moved[:NEWEST_SHOWN], newest.moved[NEWEST_SHOWN:]
+    parts.append(_newest_table(site, shown))
+    if folded:
+        parts.append(f"<details><summary>{html.count(len(folded), 'more line')}</summary>{_newest_table(site, folded)}</details>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _newest_table(site: Site, moved: list[Moved]) -> str:
+    return html.table(
+        ["kernel", "GPU", "pass · metric", "implementation", "moved", "typical", "largest", "against"],
+        (
+            [
+                link(f"{site.kernel_pages[m.kernel]}#history", m.kernel) if m.kernel in site.kernel_pages else text(m.kernel),
+                text(m.gpu_name),
+                text(f"{m.pass_} · {m.metric}"),
+                text(implementations.label(m.provider, m.backend)),
+                text(f"{len(m.ratios)} of {m.workloads}" + (f" ({m.slower} slower)" if 0 < m.slower < len(m.ratios) else "")),
+                size(m.typical, m.metric),
+                size(m.largest, m.metric),
+                text(", ".join(m.against)),
+            ]
+            for m in moved
+        ),
+        row_attrs=(' class="regressed"' if m.typical < 1 else ' class="improved"' for m in moved),
+    )
+
+
+def drawn(change_points: pl.DataFrame) -> pl.DataFrame:
+    """The change points drawn and counted as changes: those of at least the minimum effect."""
+    if "below_min_effect" not in change_points.columns:
+        return change_points
+    return change_points.filter(~pl.col("below_min_effect").fill_null(False))
+
+
+def small(change_points: pl.DataFrame) -> pl.DataFrame:
+    """The change points below the minimum effect: kept in the table, listed apart, not drawn."""
+    if "below_min_effect" not in change_points.columns:
+        return change_points.clear()
+    return change_points.filter(pl.col("below_min_effect").fill_null(False))
+
+
+def verdict_cell(row: dict[str, Any]) -> str:
+    """The verdict, and `unconfirmed` under a candidate (too few runs after it yet)."""
+    if row.get("status") == "candidate":
+        return f'{text(row["verdict"])}<br><em class="candidate">{UNCONFIRMED}</em>'
+    return text(row["verdict"])
 
 
 @dataclass(frozen=True)
@@ -106,18 +178,17 @@ def baseline(row: dict[str, Any]) -> str:
 
 def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], str], kernel_href: Callable[[str], str] | None) -> str:
     """The change points as a table; `run_href(kernel, run_id)` links each run, `kernel_href` each kernel."""
+    # Thirteen columns, not sixteen: the levels in one cell with their unit, pass and metric in one (issue 31:
+    # tables wider than the page).
     headers = [
         "verdict",
         "ratio (before / after)",
         "kernel",
         "GPU",
-        "pass",
-        "metric",
+        "pass · metric",
         "workload",
         "implementation",
-        "before",
-        "after",
-        "unit",
+        "before → after",
         "cause",
         "baseline",
         "confidence",
@@ -127,17 +198,14 @@ def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], 
     records = list(rows)
     body = (
         [
-            text(r["verdict"]),
+            verdict_cell(r),
             size(r["ratio"], r["metric"]),
             link(kernel_href(r["kernel"]), r["kernel"]) if kernel_href else "",
             text(r["gpu_name"]),
-            text(r["pass"]),
-            text(r["metric"]),
+            text(f"{r['pass']} · {r['metric']}"),
             text(r["workload_slug"]),
             text(implementations.label(r["provider"], r["backend"])),
-            text(r["before_value"]),
-            text(r["after_value"]),
-            text(r["unit"]),
+            f'<span class="nowrap">{text(r["before_value"])} →</span> <span class="nowrap">{text(r["after_value"])} {text(r["unit"])}</span>',
             text(r["cause"]),
             text(baseline(r)),
             text(r["confidence"]),
@@ -153,19 +221,24 @@ def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], 
         headers.remove("kernel")
         body = ([cell for i, cell in enumerate(row) if i != 2] for row in body)
     attrs = (f' class="{html.text(r["verdict"])}"' for r in records)
-    return html.table(headers, body, numeric=["before", "after", "confidence"], row_attrs=attrs)
+    return html.table(headers, body, numeric=["before → after", "confidence"], row_attrs=attrs)
 
 
 def _release(row: dict[str, Any], side: str) -> str | None:
     return row[f"{side}_release"] if row[f"{side}_benchmarked_commit"] == row[f"{side}_commit"] else None
 
 
-def changes_page(site: Site, timeline: Picture, commits: list[CommitChanges], has_change_points: bool) -> str:
-    """Every change point, grouped by the commit it appeared at, newest commit first, regressions first."""
+def changes_page(
+    site: Site, timeline: Picture, commits: list[CommitChanges], has_change_points: bool, newest: Newest, smaller: list[dict[str, Any]]
+) -> str:
+    """What changed in the newest run, then every change point of at least the minimum effect, grouped by the
+    commit it appeared at, newest commit first, regressions first; the smaller ones folded at the end."""
     total = sum(len(c.rows) for c in commits)
     regressed = sum(c.count("regressed") for c in commits)
     parts = [
         "<h1>Change points</h1>",
+        newest_section(site, newest),
+        '<h2 id="every">Every change point</h2>',
         f"<p>{text(EXPLAINED)}</p>",
     ]
     if not has_change_points:
@@ -179,7 +252,15 @@ def changes_page(site: Site, timeline: Picture, commits: list[CommitChanges], ha
     if commits:
         parts.append(
             html.table(
-                ["commit", "first run after", "regressions (code)", "regressions (host)", "improvements", "largest regression"],
+                [
+                    "commit",
+                    "first run after",
+                    "regressions (code)",
+                    "regressions (host)",
+                    "improvements",
+                    "unconfirmed",
+                    "largest regression",
+                ],
                 (
                     [
                         link(f"#{c.anchor}", c.label, c.commit),
@@ -187,11 +268,12 @@ def changes_page(site: Site, timeline: Picture, commits: list[CommitChanges], ha
                         text(c.count("regressed", "code")),
                         text(c.count("regressed", "host")),
                         text(c.count("improved")),
+                        text(sum(r.get("status") == "candidate" for r in c.rows)),
                         size(c.rows[0]["ratio"], c.rows[0]["metric"]) if c.count("regressed") else text(None),
                     ]
                     for c in commits
                 ),
-                numeric=["regressions (code)", "regressions (host)", "improvements"],
+                numeric=["regressions (code)", "regressions (host)", "improvements", "unconfirmed"],
             )
         )
     for c in commits:
@@ -202,4 +284,11 @@ def changes_page(site: Site, timeline: Picture, commits: list[CommitChanges], ha
         )
         parts.append(change_table(c.rows, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points"))
         parts.append("</section>")
+    if smaller:
+        parts.append(
+            f"<details><summary>{html.count(len(smaller), 'step')} smaller than {effect.MIN_EFFECT:.0%}, "
+            "not counted as changes</summary>"
+            + change_table(smaller, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points")
+            + "</details>"
+        )
     return html.page(f"Change points · {TITLE}", "\n".join(parts), site.footer)

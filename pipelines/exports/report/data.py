@@ -20,7 +20,8 @@ CHANGE_POINTS = "change_points"
 # The columns of report_change_points.sql, for a warehouse without the table: an empty frame of them.
 CHANGE_POINT_SCHEMA = {
     **dict.fromkeys(["group_id", "kernel", "gpu_name", "pass", "metric", "workload_slug", "provider", "backend"], pl.String),
-    **dict.fromkeys(["verdict", "cause"], pl.String),
+    **dict.fromkeys(["verdict", "cause", "status"], pl.String),
+    "below_min_effect": pl.Boolean,
     **dict.fromkeys(["ratio", "confidence", "before_value", "after_value"], pl.Float64),
     "unit": pl.String,
     **dict.fromkeys(["before_commit", "after_commit", "before_release", "after_release"], pl.String),
@@ -29,6 +30,8 @@ CHANGE_POINT_SCHEMA = {
     **dict.fromkeys(["before_run_id", "after_run_id", "baseline_provider", "baseline_backend"], pl.String),
 }
 
+NOISE_SCHEMA = {"group_id": pl.String, "provider": pl.String, "backend": pl.String, "noise": pl.Float64}
+
 
 @dataclass(frozen=True)
 class ReportData:
@@ -36,6 +39,7 @@ class ReportData:
     runs: pl.DataFrame  # report_runs.sql: every run with its provenance
     series: pl.DataFrame  # report_series.sql: every passed run of upstream's CI, at its benchmarked commit
     change_points: pl.DataFrame  # report_change_points.sql (empty when the table is absent)
+    noise: pl.DataFrame  # series_noise's group_id, provider, backend, noise (empty when the table is absent)
     has_change_points: bool  # whether warehouse.duckdb has the change_points table at all
     scorecard: pl.DataFrame  # kernel_scorecard: per implementation and baseline implementation
     environments: pl.DataFrame  # environments: one row per GPU
@@ -73,11 +77,16 @@ def load(warehouse_dir: Path) -> ReportData:
             change_points = frame(sql_files.text("report/report_change_points"))
         else:
             change_points = pl.DataFrame(schema=CHANGE_POINT_SCHEMA)
+        if _has_table(con, "series_noise"):
+            noise = frame("SELECT group_id, provider, backend, noise FROM series_noise WHERE noise IS NOT NULL")
+        else:
+            noise = pl.DataFrame(schema=NOISE_SCHEMA)
         return ReportData(
             points=frame(sql_files.text("report/report_points")),
             runs=frame(sql_files.text("report/report_runs")),
             series=frame(sql_files.text("report/report_series")),
             change_points=change_points,
+            noise=noise,
             has_change_points=has_change_points,
             scorecard=frame("SELECT * FROM kernel_scorecard ORDER BY gpu_name, metric, kernel, pass, provider, backend, baseline_backend"),
             environments=frame("SELECT * FROM environments ORDER BY gpu_name"),

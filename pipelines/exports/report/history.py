@@ -5,7 +5,8 @@ one line per implementation, and the series' change points marked where they hap
 A change point is drawn as a vertical line between the last commit before the shift and the first
 after it, red for a regression and blue for an improvement, dashed when the cause is the host (the
 group's baseline moved alike), with its ratio (before / after) at the top and a ring on the first
-point after it. Laid out in pixels by plain Python (`svg`), like the sweep charts.
+point after it. An unconfirmed one (a candidate: the newest one or two commits) is dotted and faint,
+its ratio followed by `?`. Laid out in pixels by plain Python (`svg`), like the sweep charts.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Mark:
     ratio: float | None
     verdict: str  # improved | regressed
     cause: str  # code | host
+    candidate: bool = False  # unconfirmed: too few commits after it yet
 
 
 @dataclass
@@ -64,9 +66,16 @@ class Panel:
 
 
 def history_figure(
-    commits: Sequence[str], panels: Sequence[Panel], unit: str, value_label: str, styles: Mapping[str, Style], note: str = ""
+    commits: Sequence[str],
+    panels: Sequence[Panel],
+    unit: str,
+    value_label: str,
+    styles: Mapping[str, Style],
+    note: str = "",
+    from_zero: bool = False,
 ) -> Drawing:
-    """The panels in a grid of COLUMNS, sharing the commits along x, one legend for all."""
+    """The panels in a grid of COLUMNS, sharing the commits along x, one legend for all; `from_zero` (memory)
+    starts a linear value axis at zero."""
     columns = max(min(len(panels), COLUMNS), 1)
     blocks = math.ceil(len(panels) / columns)
     ticks = _thin(len(commits))
@@ -83,7 +92,7 @@ def history_figure(
     for index, panel in enumerate(panels):
         row, column = divmod(index, columns)
         top = head + row * block_height
-        _draw_panel(canvas, column * COLUMN_WIDTH, top, title_lines, panel, commits, ticks, f"{value_label} ({unit})", styles)
+        _draw_panel(canvas, column * COLUMN_WIDTH, top, title_lines, panel, commits, ticks, f"{value_label} ({unit})", styles, from_zero)
     legend.draw(canvas, head + block_height * blocks, styles)
     return canvas.drawing()
 
@@ -106,6 +115,7 @@ def _draw_panel(
     ticks: list[int],
     value_label: str,
     styles: Mapping[str, Style],
+    from_zero: bool = False,
 ) -> None:
     plot_left, plot_right = left + PLOT_LEFT, left + COLUMN_WIDTH - PLOT_RIGHT
     for i, line in enumerate(panel.title.split("\n")):
@@ -121,6 +131,8 @@ def _draw_panel(
     positive = [v for v in values if v > 0]
     log_y = len(positive) == len(values) > 1 and max(positive) / min(positive) >= WIDE
     y = Axis.fit(values, plot_bottom, plot_top + 10 * MARK_LEVELS + 2, base=10 if log_y else None, margin=0.06)
+    if from_zero:
+        y = y.from_zero()
     y_ticks = [t for t in (svg.log_ticks(y) if log_y else svg.nice_ticks(y, 5)) if plot_top <= y(t) <= plot_bottom]
     grid = "".join(f"M{num(x(i))} {num(plot_top)}V{num(plot_bottom)}" for i in ticks)
     grid += "".join(f"M{num(plot_left)} {num(y(t))}H{num(plot_right)}" for t in y_ticks)
@@ -135,16 +147,20 @@ def _draw_panel(
         color = REGRESSED if mark.verdict == "regressed" else IMPROVED
         at = (x(mark.before) + x(mark.after)) / 2
         dash = ' stroke-dasharray="3 2"' if mark.cause == "host" else ""
+        if mark.candidate:
+            dash = ' stroke-dasharray="1 2" stroke-opacity="0.6"'
         canvas.line([(at, plot_top), (at, plot_bottom)], color, 1.1, extra=dash)
         if mark.after_value is not None and y.holds(mark.after_value):
             canvas.dots([(x(mark.after), y(mark.after_value))], color, size=10, opacity=0.6)
         if mark.ratio is None or not math.isfinite(mark.ratio):
             continue  # the line says where; a ratio the table cannot give is not drawn either
-        label = f"{mark.ratio:.2f}x"
-        span = (at + 1, at + 3 + text_width(label, MARK_LABEL))
+        label = f"{mark.ratio:.2f}x" + ("?" if mark.candidate else "")
+        width = 2 + text_width(label, MARK_LABEL)
+        # Right of the line; left of it near the plot's right edge, where the newest commits' steps are.
+        span = (at + 1, at + 1 + width) if at + 1 + width <= plot_right else (at - 1 - width, at - 1)
         # The first row of labels where this one overlaps none; none when all are taken (the page's table lists it).
         free = next((row for row in levels if all(span[1] < a or span[0] > b for a, b in row)), None)
-        if free is not None and span[1] <= plot_right:
+        if free is not None and span[0] >= plot_left:
             free.append(span)
             canvas.text(span[0], plot_top + 9 + 10 * levels.index(free), label, size=MARK_LABEL, color=color)
     for line in panel.lines:

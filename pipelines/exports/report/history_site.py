@@ -24,7 +24,7 @@ from pipelines.exports.report.svg import Drawing
 
 MIN_COMMITS = 3
 PANELS = 4
-ChartKey = tuple[str, str, str]  # GPU, pass, metric
+ChartKey = tuple[str, ...]  # GPU, pass, metric (and "rest" for the other workloads' picture)
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,37 @@ class HistoryChart:
     workloads_shown: list[str]
     workloads: int
     marked: int  # change points drawn on it
+    rest: Picture | None = None  # the other workloads' panels (every workload reachable, issue 31), None when none
 
 
-def _commits(rows: pl.DataFrame) -> list[tuple[str, str | None]]:
-    """The chart's CI folders (commit, release) in the order of their first run."""
-    first = rows.group_by("benchmarked_commit", "release").agg(pl.col("observed_at").min()).sort("observed_at", "benchmarked_commit")
-    return [(c, r) for c, r, _ in first.iter_rows()]
+def _commits(rows: pl.DataFrame) -> list[tuple[str, str | None, Any]]:
+    """The chart's CI folders (commit, release, first run) in the order of their commit's place, then their first run."""
+    first = (
+        rows.group_by("benchmarked_commit", "release")
+        .agg(pl.col("commit_at").min(), pl.col("observed_at").min())
+        .sort("commit_at", "observed_at", "benchmarked_commit")
+    )
+    return [(c, r, t) for c, r, _, t in first.iter_rows()]
+
+
+def _placed(marks: pl.DataFrame, at: dict[str, int], folders: list[tuple[str, str | None, Any]]) -> list[tuple[dict[str, Any], int, int]]:
+    """Each change point with the axis indexes it is drawn between: its runs' folders, or for a run the axis
+    lacks (the data stream's), the first folder whose first run is at or after the change point's first run
+    after, and the one before it; a change point after the newest folder is not drawn."""
+    placed = []
+    for mark in marks.iter_rows(named=True):
+        after = at.get(mark["after_run_id"])
+        if after is None and mark["observed_at"] is None:
+            continue
+        if after is None:
+            after = next((i for i, (_, _, first) in enumerate(folders) if first >= mark["observed_at"]), None)
+            if after is None or after == 0:
+                continue
+            before = after - 1
+        else:
+            before = at.get(mark["before_run_id"], max(after - 1, 0))
+        placed.append((mark, before, after))
+    return placed
 
 
 def _rank(rows: pl.DataFrame, marks: pl.DataFrame) -> list[str]:
@@ -75,28 +100,42 @@ def kernel_histories(
         folders = _commits(rows)
         if len(folders) < MIN_COMMITS:
             continue
-        position = {folder: i for i, folder in enumerate(folders)}
+        position = {(c, r): i for i, (c, r, _) in enumerate(folders)}
         at = {run: position[(c, r)] for run, c, r in rows.select("run_id", "benchmarked_commit", "release").iter_rows()}
-        marks = change_points.filter(
-            (pl.col("gpu_name") == gpu)
-            & (pl.col("pass") == pass_)
-            & (pl.col("metric") == metric)
-            & pl.col("before_run_id").is_in(list(at))
-            & pl.col("after_run_id").is_in(list(at))
-        )
+        drawn = change_points.filter((pl.col("gpu_name") == gpu) & (pl.col("pass") == pass_) & (pl.col("metric") == metric))
+        if "below_min_effect" in drawn.columns:
+            drawn = drawn.filter(~pl.col("below_min_effect").fill_null(False))
+        placed = _placed(drawn, at, folders)
+        marks = pl.DataFrame([m for m, _, _ in placed], schema=drawn.schema) if placed else drawn.clear()
         ranked = _rank(rows, marks)
         shown = ranked[:PANELS]
-        panels = [_panel(workload, rows, marks, at) for workload in shown]
+        panels = [_panel(workload, rows, placed, at) for workload in shown]
         note = (
             f"x: the {len(folders)} commits upstream's CI benchmarked on this GPU, oldest to newest; "
             f"{len(shown)} of {len(ranked)} workloads, those with change points first, then the largest"
         )
         drawing = history.history_figure(
-            [commit_label(c, r) for c, r in folders], panels, rows["unit"][0], metric_label(metric), styles, note
+            [commit_label(c, r) for c, r, _ in folders],
+            panels,
+            rows["unit"][0],
+            metric_label(metric),
+            styles,
+            note,
+            from_zero=metric == "memory",
         )
         picture = draw((gpu, pass_, metric), drawing)
         marked = sum(len(p.marks) for p in panels)
-        charts.setdefault(gpu, []).append(HistoryChart(gpu, pass_, metric, picture, len(folders), shown, len(ranked), marked))
+        rest = None
+        if len(ranked) > PANELS:
+            others = [_panel(workload, rows, placed, at) for workload in ranked[PANELS:]]
+            note = f"the other {len(others)} workloads of this chart, the most informative first"
+            labels = [commit_label(c, r) for c, r, _ in folders]
+            figure = history.history_figure(
+                labels, others, rows["unit"][0], metric_label(metric), styles, note, from_zero=metric == "memory"
+            )
+            rest = draw((gpu, pass_, metric, "rest"), figure)
+        chart = HistoryChart(gpu, pass_, metric, picture, len(folders), shown, len(ranked), marked, rest)
+        charts.setdefault(gpu, []).append(chart)
     return charts
 
 
@@ -105,22 +144,26 @@ def _chart_order(key: tuple[Any, ...]) -> tuple:
     return (gpu, order(metric, METRIC_ORDER), order(pass_, PASS_ORDER))
 
 
-def _panel(workload: str, rows: pl.DataFrame, marks: pl.DataFrame, at: dict[str, int]) -> history.Panel:
+def _panel(workload: str, rows: pl.DataFrame, placed: list[tuple[dict[str, Any], int, int]], at: dict[str, int]) -> history.Panel:
     mine = rows.filter(pl.col("workload_slug") == workload)
     panel = history.Panel(history.panel_title(workload))
     for (provider, backend), points in mine.group_by("provider", "backend", maintain_order=True):
         name = implementations.label(provider, backend)
         panel.lines.append(history.Line(name, [(at[run], value) for run, value in points.select("run_id", "value").iter_rows()]))
-    for mark in marks.filter(pl.col("workload_slug") == workload).iter_rows(named=True):
+    for mark, before, after in placed:
+        if mark["workload_slug"] != workload:
+            continue
         panel.marks.append(
             history.Mark(
                 implementations.label(mark["provider"], mark["backend"]),
-                at[mark["before_run_id"]],
-                at[mark["after_run_id"]],
-                mark["after_value"],
+                before,
+                after,
+                # The ring marks the first run after: only where that run is on this axis.
+                mark["after_value"] if mark["after_run_id"] in at else None,
                 mark["ratio"],
                 mark["verdict"],
                 mark["cause"],
+                mark.get("status") == "candidate",
             )
         )
     return panel

@@ -6,11 +6,12 @@ pages link to."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from pipelines.core import effect
 from pipelines.exports.report import changes_page, html, implementations, scorecards
 from pipelines.exports.report.history_site import MIN_COMMITS, HistoryChart
 from pipelines.exports.report.html import link, text
@@ -29,12 +30,13 @@ class KernelView:
     title: str
     sections: Sequence[GpuSection]  # the sweep charts per GPU
     histories: dict[str, list[HistoryChart]]  # per GPU, the charts over the benchmarked commits
-    change_points: list[dict[str, Any]]  # newest commit first, regressions first
+    change_points: list[dict[str, Any]]  # newest commit first, regressions first (at least the minimum effect)
     has_change_points: bool
     newest: list[Newest]
     scorecard: pl.DataFrame
     runs: pl.DataFrame  # the runs the page lists
     total_runs: int
+    smaller_changes: list[dict[str, Any]] = field(default_factory=list)  # below the minimum effect: folded
 
 
 def kernel_page(site: Site, view: KernelView) -> str:
@@ -117,10 +119,17 @@ def _histories(view: KernelView) -> str:
                 if chart.workloads > len(chart.workloads_shown)
                 else f"{chart.workloads} workloads, {chart.marked} change points marked"
             )
+            rest = (
+                f"<details><summary>The other {chart.workloads - len(chart.workloads_shown)} workloads</summary>"
+                + html.image(ROOT + chart.rest.src, f"{alt}, the other workloads", chart.rest.size, lazy=True)
+                + "</details>"
+                if chart.rest is not None
+                else ""
+            )
             parts.append(
                 f'<figure id="{history_anchor(chart)}"><h4>{text(label)}</h4>'
                 + html.image(ROOT + chart.picture.src, alt, chart.picture.size, lazy=True)
-                + f'<figcaption class="muted">{text(caption)}</figcaption></figure>'
+                + f'<figcaption class="muted">{text(caption)}</figcaption>{rest}</figure>'
             )
         parts.append("</div>")
     return "\n".join(parts)
@@ -129,8 +138,14 @@ def _histories(view: KernelView) -> str:
 def _change_points(view: KernelView) -> str:
     if not view.has_change_points:
         return f'<p class="note">{text(changes_page.ABSENT)}</p>'
+    smaller = (
+        f"<details><summary>{html.count(len(view.smaller_changes), 'step')} smaller than {effect.MIN_EFFECT:.0%}, "
+        "not counted as changes</summary>" + changes_page.change_table(view.smaller_changes, run_href, None) + "</details>"
+        if view.smaller_changes
+        else ""
+    )
     if not view.change_points:
-        return "<p>No change point in any series of this kernel.</p>"
+        return "<p>No change point in any series of this kernel.</p>" + smaller
     regressed = sum(r["verdict"] == "regressed" for r in view.change_points)
     return (
         f"<p>{len(view.change_points)} change points, {regressed} of them regressions: newest commit first, regressions "
@@ -143,6 +158,7 @@ def _change_points(view: KernelView) -> str:
             if len(view.change_points) > SHOWN_CHANGES
             else ""
         )
+        + smaller
     )
 
 

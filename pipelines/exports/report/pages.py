@@ -101,10 +101,13 @@ def overview(
     gpus: Sequence[dict[str, Any]],
     heatmaps: dict[str, list[Heatmap]],
     counts: dict[str, int],
+    opening: str = "",
 ) -> str:
-    """index.html: the summary picture, then per GPU and metric the scorecard heat map with wins and losses."""
+    """index.html: what changed in the newest run (`opening`, changes_page.newest_section), the summary picture,
+    then per GPU and metric the scorecard heat map with wins and losses."""
     parts = [
         f"<h1>{text(TITLE)}</h1>",
+        opening,
         f"<p>{counts['runs']} runs of {len(kernels)} kernels on {len(gpus)} GPUs, from {counts['snapshots']} "
         "snapshots of the upstream benchmark files and upstream's CI history. "
         + (

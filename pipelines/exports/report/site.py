@@ -21,6 +21,7 @@ from pipelines.exports.report.data import ReportData
 from pipelines.exports.report.heatmaps import summary_heatmap
 from pipelines.exports.report.history_site import kernel_histories
 from pipelines.exports.report.kernel_pages import KernelView, kernel_page
+from pipelines.exports.report.newest import newest_changes
 from pipelines.exports.report.pages import METRIC_ORDER, PASS_ORDER, order
 from pipelines.exports.report.staleness import newest_per_kernel
 from pipelines.exports.report.sweeps import Series, Sweep, sweep_figure, wrap
@@ -72,19 +73,21 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         styles = implementations.styles([name for name in ordered if name in present])
         image_dir = f"img/kernels/{kernel_names[kernel]}"
         gpus = sorted(set(kernel_runs["gpu_name"].to_list()))
-        history_names = html.Names(
-            "history " + " ".join(key) for key in kernel_series.select("gpu_name", "pass", "metric").unique().iter_rows()
-        )
+        chart_keys = [" ".join(key) for key in kernel_series.select("gpu_name", "pass", "metric").unique().iter_rows()]
+        history_names = html.Names([*("history " + k for k in chart_keys), *("workloads " + k for k in chart_keys)])
 
         def draw_history(key, drawing, image_dir=image_dir, names=history_names):
-            return writer.image(f"{image_dir}/{names['history ' + ' '.join(key)]}.svg", drawing)
+            # The other workloads' picture is named apart: `history-*` are the charts themselves.
+            kind, chart = ("workloads", key[:3]) if len(key) == 4 else ("history", key)
+            return writer.image(f"{image_dir}/{names[kind + ' ' + ' '.join(chart)]}.svg", drawing)
 
         view = KernelView(
             kernel=kernel,
             title=kernel_runs["kernel_title"][0],
             sections=_kernel_sections(charted.get(kernel, {}), gpus, styles, image_dir, writer),
             histories=kernel_histories(kernel_series, kernel_changes, styles, draw_history),
-            change_points=[row for c in changes_page.by_commit(kernel_changes) for row in c.rows],
+            change_points=[row for c in changes_page.by_commit(changes_page.drawn(kernel_changes)) for row in c.rows],
+            smaller_changes=[row for c in changes_page.by_commit(changes_page.small(kernel_changes)) for row in c.rows],
             has_change_points=data.has_change_points,
             newest=newest.get(kernel, []),
             scorecard=scorecard.get((kernel,), data.scorecard.clear()),
@@ -94,10 +97,12 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         writer.text(site.kernel_pages[kernel], kernel_page(site, view))
     heatmaps = scorecards.heatmaps(data.scorecard, data.gpus, writer.image)
     overview = writer.image(OVERVIEW_IMAGE, summary_heatmap(scorecards.summary_cells(data.scorecard), SUMMARY_TITLE))
-    changes = data.change_points
+    changes = changes_page.drawn(data.change_points)
     timeline = writer.image(
         CHANGES_IMAGE,
-        changes_timeline(changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list()),
+        changes_timeline(
+            changes["observed_at"].to_list(), changes["ratio"].to_list(), changes["verdict"].to_list(), changes["status"].to_list()
+        ),
     )
     counts = {
         "runs": data.runs.height,
@@ -106,9 +111,12 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         "improved": changes.filter(pl.col("verdict") == "improved").height,
         "change_points": data.has_change_points,
     }
-    writer.text(INDEX, pages.overview(site, overview, _kernel_list(data, newest), _gpu_list(data), heatmaps, counts))
+    latest = newest_changes(data.series, data.noise, data.change_points, changes_page.commit_label)
+    opening = changes_page.newest_section(site, latest)
+    writer.text(INDEX, pages.overview(site, overview, _kernel_list(data, newest), _gpu_list(data), heatmaps, counts, opening))
     commits = changes_page.by_commit(changes)
-    writer.text(changes_page.CHANGES, changes_page.changes_page(site, timeline, commits, data.has_change_points))
+    smaller = [row for c in changes_page.by_commit(changes_page.small(data.change_points)) for row in c.rows]
+    writer.text(changes_page.CHANGES, changes_page.changes_page(site, timeline, commits, data.has_change_points, latest, smaller))
     return ReportSummary(folder, site.kernel_pages, data.gpus, writer.pages, writer.images)
 
 
@@ -168,7 +176,9 @@ def _kernel_sections(
         for key in keys:
             _, pass_, metric = key
             rows = charted[key]
-            drawing = sweep_figure(_sweeps(rows), rows[0]["unit"], pages.metric_label(metric), styles, _baselines_note(rows))
+            drawing = sweep_figure(
+                _sweeps(rows), rows[0]["unit"], pages.metric_label(metric), styles, _baselines_note(rows), from_zero=metric == "memory"
+            )
             picture = writer.image(f"{image_dir}/{names[' '.join(key)]}.svg", drawing)
             section.charts.append(pages.Chart(pass_, metric, picture, rows))
         sections.append(section)

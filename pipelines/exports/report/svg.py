@@ -146,6 +146,13 @@ class Axis:
         pad = (hi - lo) * margin if hi > lo else max(abs(lo) * 0.1, 0.5)
         return cls(lo - pad, hi + pad, start, end, base)
 
+    def from_zero(self) -> Axis:
+        """The same axis starting at zero (a linear axis of positive values): a memory of 2,561 MiB against
+        2,564 MiB is drawn as the 0.1% it is, not as a gap across the plot."""
+        if self.base or self.lo <= 0 or self.hi <= 0:
+            return self
+        return Axis(0.0, self.hi, self.start, self.end)
+
     def scaled(self, value: float) -> float:
         return math.log(value, self.base) if self.base else value
 

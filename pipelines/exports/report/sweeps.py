@@ -50,10 +50,13 @@ class Sweep:
     series: list[Series]
 
 
-def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, styles: Mapping[str, Style], note: str = "") -> Drawing:
+def sweep_figure(
+    sweeps: Sequence[Sweep], unit: str, value_label: str, styles: Mapping[str, Style], note: str = "", from_zero: bool = False
+) -> Drawing:
     """Each sweep as a column: values with their p20-p80 band on top (upstream's picture), ratios below;
     x ticks at the sweep's own x values, one legend for all (implementations under their family);
-    `note`, above the sweeps, names what the ratios are taken against."""
+    `note`, above the sweeps, names what the ratios are taken against; `from_zero` (memory) starts a linear
+    value axis at zero."""
     columns = max(min(len(sweeps), PANEL_COLUMNS), 1)
     blocks = math.ceil(len(sweeps) / columns)
     providers = list(dict.fromkeys(series.provider for sweep in sweeps for series in sweep.series))
@@ -77,6 +80,7 @@ def sweep_figure(sweeps: Sequence[Sweep], unit: str, value_label: str, styles: M
             sweep,
             positions,
             log_x,
+            from_zero,
             f"{value_label} ({unit})",
             styles,
         )
@@ -100,6 +104,7 @@ def _draw_sweep(
     sweep: Sweep,
     positions: dict[str, float],
     log_x: bool,
+    from_zero: bool,
     value_label: str,
     styles: Mapping[str, Style],
 ) -> None:
@@ -118,6 +123,8 @@ def _draw_sweep(
     log_y = _is_wide(values)
     band = [v for s in sweep.series for v in (*s.p20, *s.p80) if v is not None]
     y = Axis.fit(values + band, value_bottom, value_top, base=10 if log_y else None)
+    if from_zero:
+        y = y.from_zero()
     ratios = [r for series in sweep.series for r in series.ratio if r is not None]
     r = Axis.fit([*ratios, 1.0], ratio_bottom, ratio_top)
 

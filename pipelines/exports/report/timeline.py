@@ -11,11 +11,17 @@ from pipelines.exports.report.svg import Axis, Canvas, Drawing, num
 
 IMPROVED, REGRESSED = "#2166ac", "#b2182b"
 VERDICT_COLORS = (("improved", IMPROVED), ("regressed", REGRESSED))
+# An unconfirmed (candidate) change point: the verdict's color, faint, in a legend entry of its own.
+CANDIDATE_OPACITY = 0.35
 
 
-def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verdicts: Sequence[str]) -> Drawing:
-    """Each change point at the time of the first run after it, by how much (ratio before / after, log scale);
-    the legend below the plot, where it hides no point."""
+def changes_timeline(
+    times: Sequence[dt.datetime], ratios: Sequence[float], verdicts: Sequence[str], statuses: Sequence[str | None] | None = None
+) -> Drawing:
+    """Each change point at the time of the first run after it, by how much (ratio before / after, log scale),
+    the unconfirmed ones (status candidate) faint; the legend below the plot, where it hides no point."""
+    statuses = statuses if statuses is not None else [None] * len(times)
+    verdicts = [f"{v} (unconfirmed)" if s == "candidate" else v for v, s in zip(verdicts, statuses, strict=True)]
     width, height = 810, 306
     left, right, top, bottom = 62, width - 16, 10, height - 50
     canvas = Canvas(width, height)
@@ -25,7 +31,7 @@ def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verd
             for t, r, v in zip(times, ratios, verdicts, strict=True)
             if v == verdict and t is not None and r and r > 0 and math.isfinite(r)
         ]
-        for verdict, _ in VERDICT_COLORS
+        for verdict, _ in KINDS
     }
     stamps = [t for points in groups.values() for t, _ in points]
     x = Axis.fit(stamps or [0.0], left, right, margin=0.04)
@@ -43,17 +49,24 @@ def changes_timeline(times: Sequence[dt.datetime], ratios: Sequence[float], verd
     for t, label in x_ticks:
         canvas.text(x(t), bottom + 14, label, size=TICK_SIZE, anchor="middle")
     canvas.line([(left, y(1.0)), (right, y(1.0))], BASELINE, 0.8, extra=' stroke-dasharray="4 2"')
-    for verdict, color in VERDICT_COLORS:
-        canvas.dots([(x(t), y(r)) for t, r in groups[verdict]], color, size=5, opacity=0.8)
+    for verdict, color in KINDS:
+        canvas.dots([(x(t), y(r)) for t, r in groups[verdict]], color, size=5, opacity=_opacity(verdict))
     canvas.rect(left, top, right - left, bottom - top, stroke=INK)
     canvas.text(16, (top + bottom) / 2, "before / after (above 1: better)", size=TICK_SIZE, anchor="middle", middle=True, angle=-90)
-    shown = [(verdict, color) for verdict, color in VERDICT_COLORS if groups[verdict]]
+    shown = [(verdict, color) for verdict, color in KINDS if groups[verdict]]
     for i, (verdict, color) in enumerate(shown):
-        canvas.dots([(left + 14 + 150 * i, height - 12)], color, size=5, opacity=0.8)
-        canvas.text(left + 24 + 150 * i, height - 12, f"{verdict} ({len(groups[verdict])})", size=LABEL_SIZE, middle=True)
+        canvas.dots([(left + 14 + 185 * i, height - 12)], color, size=5, opacity=_opacity(verdict))
+        canvas.text(left + 24 + 185 * i, height - 12, f"{verdict} ({len(groups[verdict])})", size=LABEL_SIZE, middle=True)
     if not shown:
         canvas.text((left + right) / 2, (top + bottom) / 2, "no change point", anchor="middle", middle=True, color=MUTED)
     return canvas.drawing()
+
+
+KINDS = (*VERDICT_COLORS, *((f"{verdict} (unconfirmed)", color) for verdict, color in VERDICT_COLORS))
+
+
+def _opacity(kind: str) -> float:
+    return CANDIDATE_OPACITY if kind.endswith("(unconfirmed)") else 0.8
 
 
 def _time_ticks(axis: Axis, stamps: list[float], most: int = 10) -> list[tuple[float, str]]:
