@@ -11,9 +11,9 @@ by the rows; at the real sizes 200k rows are two buckets, so the pipeline of buc
 still rises towards its bound. The child processes run with the sizes divided by ten, so that both files are many
 batches (20 and 60 buckets, as 2M and 6M rows are at the real sizes) and all that can grow is what holds the rows.
 
-Measured (docs/performance.md): this code 437 and 471 MB (+34); the code of 0d553ca, whose blocking checks read
-runs, measurements and run_snapshots whole, 740 and 1482 MB (+742). GROWTH_LIMIT_MB sits between, four times
-this code's growth and a fifth of the old one's.
+Measured (docs/performance.md), two runs each: this code 437 and 471 MB, 459 and 513 MB (+34, +54); the code of
+0d553ca, whose blocking checks read runs, measurements and run_snapshots whole, 740 and 1482 MB, 805 and 1632 MB
+(+742, +828). GROWTH_LIMIT_MB sits between: about three times this code's growth, a fifth of the old one's.
 """
 
 from __future__ import annotations

@@ -26,8 +26,9 @@ FALLBACK_MEMORY = "500MB"
 
 def batches(path: Path, columns: list[str]) -> Iterator[pl.DataFrame]:
     """`columns` of a Parquet file, BATCH_ROWS rows at a time."""
-    for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=columns):
-        yield pl.DataFrame(pl.from_arrow(batch))
+    with pq.ParquetFile(path) as file:
+        for batch in file.iter_batches(BATCH_ROWS, columns=columns):
+            yield pl.DataFrame(pl.from_arrow(batch))
 
 
 @dataclass
