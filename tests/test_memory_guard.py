@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from bench import synthetic
 from pipelines.core import settings
 
 SIZES = (200_000, 600_000)
@@ -47,8 +46,15 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="
 
 @pytest.fixture(scope="module")
 def csv_files(tmp_path_factory) -> dict[int, Path]:
+    """The synthetic files, each generated in a process of its own: generating 600k rows peaks at about 2 GB, which
+    this worker would otherwise keep while the other tests run beside it."""
     folder = tmp_path_factory.mktemp("synthetic")
-    return {rows: synthetic.cached_csv(folder, rows) for rows in SIZES}  # its memory is this worker's, not the child's
+    files = {}
+    for rows in SIZES:
+        command = [sys.executable, "-m", "bench", "--phase", "generate", str(folder), str(rows), "0"]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=settings.PROJECT_ROOT, timeout=600, check=True)
+        files[rows] = Path(json.loads(done.stdout.strip().splitlines()[-1])["csv"])
+    return files
 
 
 def test_normalization_peak_rss_does_not_grow_with_the_rows(tmp_path, csv_files):
