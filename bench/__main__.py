@@ -57,6 +57,7 @@ from bench.report import (
     change_points_line,
     dagster_runs_line,
     ratios,
+    rss_growth_line,
     stats_parts_line,
     table,
     target_lines,
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(phases))
     summary = ratios(phases, args.rows)
     print("\n".join(target_lines(summary)))
-    for line in (stats_parts_line(summary), change_points_line(summary), dagster_runs_line(summary)):
+    for line in (rss_growth_line(summary), stats_parts_line(summary), change_points_line(summary), dagster_runs_line(summary)):
         if line:
             print(line)
     print("ratios: " + ", ".join(f"{k} {v}" for k, v in summary.items() if not isinstance(v, dict)))

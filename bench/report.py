@@ -33,7 +33,12 @@ TARGETS = (
     ("noop_ratio", "no-change re-run / trivial Dagster run", 1.5),
     ("queries_ratio", "README example queries / the same on DuckDB tables, every table copied (worst query)", 1.5),
     ("cost_ratio", "cost per million rows of the whole ingest, N rows against the smallest scale", 1.2),
+    # Issue 29: memory flat in the rows (1M within 10% of 10M).
+    ("normalize_rss_growth_ratio", "peak RSS of normalization at the largest size / at the smallest (--rows, --scales)", 1.1),
+    ("build_rss_growth_ratio", "peak RSS of the database build at the largest size / at the smallest (--rows, --scales)", 1.1),
 )
+# The pipeline's phases measured at every size (--rows and --scales), whose peak RSS must not grow with the rows.
+GROWING = {"normalize": NORMALIZE, "build": BUILD}
 
 
 @dataclass
@@ -107,7 +112,26 @@ def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
     }
     summary.update(_query_ratios(by_name))
     summary.update(_costs(phases, rows))
+    summary.update(_rss_growth(phases))
     return summary
+
+
+def _at_each_size(phases: list[Phase], name: str) -> dict[int, Phase]:
+    """The phase `name` at every size it was measured at: N's, and `name at <rows> rows` for each scale."""
+    return {p.rows: p for p in phases if p.rows and (p.name == name or p.name.startswith(f"{name} at "))}
+
+
+def _rss_growth(phases: list[Phase]) -> dict[str, object]:
+    """Per phase of GROWING, its peak RSS at each size, and at the largest against the smallest (in MB and as a
+    ratio): flat in the rows is a ratio near 1, whatever the sizes."""
+    found: dict[str, object] = {"peak_rss_by_rows_mb": {}, "rss_growth_mb": {}}
+    for key, name in GROWING.items():
+        sizes = {rows: phase.peak_rss_mb for rows, phase in sorted(_at_each_size(phases, name).items())}
+        found["peak_rss_by_rows_mb"][key] = {str(rows): _round(mb) for rows, mb in sizes.items()}  # type: ignore[index]
+        small, large = (sizes[min(sizes)], sizes[max(sizes)]) if len(sizes) > 1 else (None, None)
+        found["rss_growth_mb"][key] = _round(large - small) if small is not None else None  # type: ignore[index, operator]
+        found[f"{key}_rss_growth_ratio"] = _round(_divide(large, small))
+    return found
 
 
 def _query_ratios(by_name: dict[str, Phase]) -> dict[str, object]:
@@ -139,10 +163,9 @@ def _query_ratios(by_name: dict[str, Phase]) -> dict[str, object]:
 def _costs(phases: list[Phase], rows: int) -> dict[str, object]:
     """Seconds per million rows of the whole ingest at every size measured, and N's against the smallest's."""
     totals: dict[int, float] = {}
-    for phase in phases:
-        for name in (NORMALIZE, BUILD):
-            if phase.rows and (phase.name == name or phase.name.startswith(f"{name} at ")):
-                totals[phase.rows] = totals.get(phase.rows, 0.0) + phase.wall_s
+    for name in (NORMALIZE, BUILD):
+        for size, phase in _at_each_size(phases, name).items():
+            totals[size] = totals.get(size, 0.0) + phase.wall_s
     per_million = {size: seconds / size * 1e6 for size, seconds in sorted(totals.items())}
     smallest = min(per_million, default=None)
     return {
@@ -159,6 +182,19 @@ def target_lines(summary: dict[str, object]) -> list[str]:
         verdict = "not measured" if value is None else ("met" if value <= target else "missed")
         lines.append(f"{key} {value} (target at most {target:g}: {verdict}): {what}")
     return lines
+
+
+def rss_growth_line(summary: dict[str, object]) -> str | None:
+    """Each growing phase's peak RSS at every size and its growth from the smallest to the largest."""
+    by_rows = summary.get("peak_rss_by_rows_mb")
+    if not isinstance(by_rows, dict) or not any(len(sizes) > 1 for sizes in by_rows.values()):
+        return None
+    each = []
+    for key, sizes in by_rows.items():
+        if len(sizes) > 1:
+            at = ", ".join(f"{int(rows):,} rows {mb:.0f}" for rows, mb in sizes.items())
+            each.append(f"{key} {at} (+{summary['rss_growth_mb'][key]:.0f} MB, {summary[f'{key}_rss_growth_ratio']}x)")  # type: ignore[index]
+    return "peak RSS by rows (MB): " + "; ".join(each)
 
 
 def dagster_runs_line(summary: dict[str, object]) -> str | None:

@@ -51,6 +51,9 @@ RATIOS = (
     "change_points_s",
     "change_points_floor_s",
     "change_points_ratio",
+    # Issue 29: each growing phase's peak RSS at the largest size against the smallest.
+    "normalize_rss_growth_ratio",
+    "build_rss_growth_ratio",
 )
 
 
@@ -101,6 +104,11 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
         assert f"\n{key} " in done.stdout, f"no line for {key}"
     assert set(summary["cost_per_million_s"]) == {"500", str(rows)} and summary["cost_ratio_against_rows"] == 500
     assert set(summary["peak_rss_mb"]) >= {"normalize (stage + tables)", "statistics (build_database)", "materialize real history"}
+    # Peak RSS at both sizes, per growing phase, and a line that gives them.
+    normalized = {"500": phases["normalize (stage + tables) at 500 rows"], str(rows): phases["normalize (stage + tables)"]}
+    assert summary["peak_rss_by_rows_mb"]["normalize"] == {size: round(p["peak_rss_mb"], 2) for size, p in normalized.items()}
+    assert set(summary["peak_rss_by_rows_mb"]["build"]) == {"500", str(rows)}
+    assert "\npeak RSS by rows (MB): normalize 500 rows " in done.stdout
     for key in ("queries_s", "queries_copies_s"):
         assert set(summary[key]) == {
             "filter_kernel_gpu_workload",

@@ -118,11 +118,22 @@ def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: 
         yield pl.concat([empty_rows(), *staged()])
         return
     scratch.mkdir(parents=True, exist_ok=True)
+    _partition(ahead(staged()), bounds, scratch)
+    for bucket in range(len(bounds) + 1):
+        path = _bucket_path(scratch, bucket)
+        yield pl.concat([empty_rows(), *([pl.read_parquet(path)] if path.exists() else [])])
+        path.unlink(missing_ok=True)
+
+
+def _partition(frames: Iterator[pl.DataFrame], bounds: list[str], scratch: Path) -> None:
+    """Each row appended to its bucket's file, FLUSH_ROWS at a time. A function of its own: the rows it held last
+    (a flush's worth, each piece keeping its whole part's text alive) are gone when it returns, not held while every
+    bucket is read back and sorted."""
     cut = pl.lit(pl.Series(bounds, dtype=pl.String))
     with _BucketFiles(scratch) as files:
         pending: dict[int, list[pl.DataFrame]] = {}
         held = 0
-        for frame in ahead(staged()):
+        for frame in frames:
             frame = frame.with_columns(cut.search_sorted(pl.col("run_id"), side="right").alias("_bucket"))
             for (bucket,), piece in frame.partition_by("_bucket", as_dict=True, include_key=False).items():
                 pending.setdefault(bucket, []).append(piece)
@@ -131,10 +142,6 @@ def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: 
                 files.append(pending)
                 pending, held = {}, 0
         files.append(pending)
-    for bucket in range(len(bounds) + 1):
-        path = _bucket_path(scratch, bucket)
-        yield pl.concat([empty_rows(), *([pl.read_parquet(path)] if path.exists() else [])])
-        path.unlink(missing_ok=True)
 
 
 class _BucketFiles:
