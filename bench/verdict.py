@@ -290,11 +290,15 @@ def judge_week(data: History, week: dict, min_effect: float) -> dict:
         row[f"{name}_false"] = kernels.filter(called & ~pl.col("real")).height
         row[f"{name}_caught"] = kernels.filter(called & pl.col("real")).height
     row["inconclusive"] = kernels.filter(pl.col("verdict") == "inconclusive").height
+    row["real_gate_inconclusive"] = kernels.filter(pl.col("real") & pl.col("gates") & (pl.col("verdict") == "inconclusive")).height
     row["kernels"] = kernels.height
-    row["false_kernels"] = ", ".join(
-        f"{r['kernel']}/{r['pass']}/{r['provider']}" for r in kernels.filter(gate_slower & ~pl.col("real")).iter_rows(named=True)
-    )
+    row["false_kernels"] = _names(kernels.filter(gate_slower & ~pl.col("real")))
+    row["caught_kernels"] = _names(kernels.filter(gate_slower & pl.col("real")))
     return row
+
+
+def _names(kernels: pl.DataFrame) -> str:
+    return ", ".join(f"{r['kernel']}/{r['pass']}/{r['metric']}/{r['provider']}" for r in kernels.iter_rows(named=True))
 
 
 def measure(data: History, min_effect: float) -> pl.DataFrame:
@@ -313,8 +317,12 @@ def main(argv: list[str] | None = None) -> None:
     rows = measure(data, args.min_effect)
     print(markdown(rows))
     print()
-    for row in rows.filter(pl.col("false_kernels") != "").iter_rows(named=True):
-        print(f"{row['week']}: false gate alarms: {row['false_kernels']}")
+    for row in rows.filter((pl.col("false_kernels") != "") | (pl.col("caught_kernels") != "")).iter_rows(named=True):
+        for what in ("false", "caught"):
+            if row[f"{what}_kernels"]:
+                print(
+                    f"{row['week']}: {'false gate alarms' if what == 'false' else 'real steps caught (gating)'}: {row[f'{what}_kernels']}"
+                )
     print()
     print(markdown_totals(rows))
 
@@ -346,10 +354,19 @@ def markdown_totals(rows: pl.DataFrame) -> str:
     chosen), the second half (held out) and all weeks."""
     half = math.ceil(rows.height / 2)
     parts = (("first half (tuned on)", rows.head(half)), ("second half (held out)", rows.tail(rows.height - half)), ("all weeks", rows))
-    header = ["weeks", "real steps (gating)", *(f"{title}: false per week / caught" for _, title in RULES)]
+    header = [
+        "weeks",
+        "real steps (gating)",
+        "of them the gate left inconclusive",
+        *(f"{title}: false per week / caught" for _, title in RULES),
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for name, part in parts:
-        cells = [f"{name}: {part.height}", f"{int(part['real'].sum())} ({int(part['real_gate'].sum())})"]
+        cells = [
+            f"{name}: {part.height}",
+            f"{int(part['real'].sum())} ({int(part['real_gate'].sum())})",
+            str(int(part["real_gate_inconclusive"].sum())),
+        ]
         cells += [f"{part[f'{rule}_false'].sum() / max(part.height, 1):.2f} / {int(part[f'{rule}_caught'].sum())}" for rule, _ in RULES]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
