@@ -4,19 +4,31 @@ The warehouse is built once from the whole upstream bundle (both streams, the pr
 database build, cached under --cache). Each CI week W is a folder of the bundle's gh-pages
 (`benchmarks/<commit>[-v<version>]/benchmark.csv`), its runs those of the first snapshot that carried it,
 at the time that snapshot was committed. W's history is every run first seen in a snapshot committed
-before W (either stream), W's own runs left out. On that history, in memory: the series' noise
-(pipelines.series.noise, as the database build computes it), the change points of each of W's series
-(pipelines.series.change_points.detect: the segment the level is taken from), the levels
-(pipelines.verdict.level) and the verdict's rules (pipelines.verdict.judge), with W's runs as the
-contender. Beside it, two simple rules on the same history, per run and then per kernel (a kernel is
-slower when more than half of its runs with a history are):
+before W (either stream), W's own runs left out. On that history, in memory, what the database build and
+the verdict would compute from a warehouse holding just it:
+- the series' order (the view `commit_places`, sql/views/commit_places.sql): a benchmarked commit placed at
+  the earliest of its first run in the history and the commit time of a data snapshot of the history
+  whose commit it abbreviates, other runs at their own time; reruns of one commit are one point;
+- the series' noise (pipelines.series.noise.noise_arrays over every series, window spread included, as
+  pipelines/series/tables.py calls it), then the verdict's (pipelines/verdict/noise.py: pooled, the
+  level's window, short series unknown);
+- the change points of each of W's series (pipelines.series.change_points.detect_runs, on the series
+  tables.candidates would search), and the segment after the newest *confirmed* one (as
+  sql/verdict/segments.sql: a candidate starts no segment);
+- the verdict itself, through pipelines.verdict.verdict.judge_frames, the function the command uses
+  (launch-bound runs, the level, the rules per run and per kernel, the few-sizes and failed-run rules).
+Beside it, two simple rules on the same history, per run and then per kernel (a kernel is slower when more
+than half of its runs with a history are):
 - z-score: the run's ln value is more than 5 standard deviations above the mean of its series' last 10
   points;
 - 10%: the run is 10% slower than its series' newest point (upstream's dashboard rule).
-A kernel (kernel, pass, metric, provider, backend, GPU) called slower is confirmed when the full history's
-`change_points` table holds a `regressed` change point of one of its series whose first run after is of
-W's benchmarked commit; otherwise it is a false alarm. A real step is such a (kernel, W) pair; a rule
-catches it when it calls that kernel slower in W.
+
+Ground truth: a (kernel, W) pair (kernel, pass, metric, provider, backend, GPU) is a real step when the
+FULL history's `change_points` table holds a `regressed` change point of one of its series, not
+`below_min_effect`, whose first run after is of W's benchmarked commit; `confirmed` and `candidate` both
+count (the candidates sit at the newest weeks, which the full history cannot confirm yet). A rule catches
+a real step when it calls that kernel slower in W; a kernel it calls slower that is no real step is a
+false alarm.
 
 The weeks are split in time: the first half is where the rules' constants were chosen, the second half
 was not looked at while choosing them; both are reported, and the totals.
@@ -36,8 +48,10 @@ import polars as pl
 from pipelines.core import settings
 from pipelines.series import change_points as detection
 from pipelines.series import noise as series_noise
-from pipelines.verdict import judge, level
+from pipelines.series import tables as series_tables
+from pipelines.verdict import judge
 from pipelines.verdict import noise as verdict_noise
+from pipelines.verdict.verdict import judge_frames
 
 BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-upstream.bundle"
 CACHE = Path(tempfile.gettempdir()) / "liger-bench-verdict"
@@ -46,6 +60,8 @@ Z_LIMIT, Z_POINTS = 5.0, 10
 TEN_PERCENT = 1.10
 KERNEL = judge.KERNEL_KEY
 SERIES = judge.SERIES
+# What the command's contender carries that the rules read (pipelines/verdict/contender.py's COLUMNS).
+CONTENDER_COLUMNS = (*KERNEL, "group_id", "workload_slug", "unit", "value", "run_id", "sweep_digest", "x_name", "x_value")
 
 POINTS_SQL = """
 WITH first_seen AS (
@@ -56,16 +72,25 @@ WITH first_seen AS (
 )
 SELECT
     r.run_id, r.group_id, r.provider, r.backend, r.kernel, r.pass, r.metric, r.gpu_name, r.workload_slug, r.unit,
+    r.sweep_digest, r.x_name, r.x_value,
     r.value::DOUBLE AS value,
     coalesce(r.benchmarked_commit, fs."commit", r.first_seen_snapshot) AS "commit",
-    r.observed_at AS "order",
+    r.benchmarked_commit,
+    r.observed_at,
     r.rowid AS row_id,
     f.known_at
 FROM runs AS r
 INNER JOIN first_seen AS f USING (run_id)
 LEFT JOIN snapshots AS fs ON r.first_seen_snapshot = fs.snapshot_id
 WHERE r.status = 'passed' AND r.value > 0
-ORDER BY r.group_id, r.provider, r.backend, r.observed_at, r.rowid
+"""
+# Each benchmarked commit with the commit times of the data snapshots whose commit it abbreviates (the view
+# commit_places' second term), to be cut to a week's history.
+DATA_PLACES_SQL = """
+SELECT c.benchmarked_commit, s.committed_at
+FROM (SELECT DISTINCT benchmarked_commit FROM runs WHERE benchmarked_commit IS NOT NULL) AS c
+INNER JOIN snapshots AS s
+    ON s.stream = 'data' AND length(c.benchmarked_commit) >= 7 AND starts_with(s."commit", c.benchmarked_commit)
 """
 WEEKS_SQL = """
 SELECT source_file, snapshot_id, committed_at, benchmarked_commit
@@ -78,7 +103,7 @@ WEEK_RUNS_SQL = "SELECT snapshot_id, run_id FROM run_snapshots WHERE snapshot_id
 STEPS_SQL = """
 SELECT DISTINCT kernel, pass, metric, provider, backend, gpu_name, after_commit
 FROM change_points
-WHERE verdict = 'regressed'
+WHERE verdict = 'regressed' AND NOT coalesce(below_min_effect, false)
 """
 
 
@@ -103,10 +128,11 @@ def build(bundle: Path, cache: Path) -> Path:
 
 @dataclass(frozen=True)
 class History:
-    points: pl.DataFrame  # every passed run, series after series in time order, with known_at and codes
+    points: pl.DataFrame  # every passed run with known_at and codes (series, pools, commit)
     weeks: pl.DataFrame  # source_file, snapshot_id, committed_at, benchmarked_commit, in time order
     week_runs: pl.DataFrame  # snapshot_id, run_id
-    steps: pl.DataFrame  # the full history's regressed change points: KERNEL + after_commit
+    steps: pl.DataFrame  # the full history's regressed change points at or above the minimum effect: KERNEL + after_commit
+    data_places: pl.DataFrame  # benchmarked_commit, committed_at: data snapshots whose commit it abbreviates
 
 
 def read(warehouse: Path) -> History:
@@ -117,50 +143,71 @@ def read(warehouse: Path) -> History:
         weeks = con.sql(WEEKS_SQL).pl()
         week_runs = con.sql(WEEK_RUNS_SQL).pl()
         steps = con.sql(STEPS_SQL).pl()
+        data_places = con.sql(DATA_PLACES_SQL).pl()
     points = points.with_columns(
         pl.struct(SERIES).rank("dense").cast(pl.Int64).sub(1).alias("sid"),
         pl.struct("kernel", "pass", "metric", "gpu_name", "provider", "backend").rank("dense").cast(pl.Int64).alias("pool"),
         pl.struct("metric", "gpu_name").rank("dense").cast(pl.Int64).alias("metric_pool"),
         pl.col("commit").rank("dense").cast(pl.Int64).alias("commit_code"),
-    ).sort("sid", "order", "row_id")
-    return History(points, weeks, week_runs, steps)
+    )
+    return History(points, weeks, week_runs, steps, data_places)
 
 
-def noise_of(history: pl.DataFrame) -> pl.DataFrame:
-    """verdict_noise.SCHEMA for every series of `history` (sorted series after series), as the build computes it."""
+def placed(history: pl.DataFrame, data_places: pl.DataFrame, known_before: object) -> pl.DataFrame:
+    """`history` with `order`, as sql/views/commit_places.sql would place it in a warehouse holding just this
+    history (a benchmarked commit at the earliest of its first run and a data snapshot committed before
+    `known_before` whose commit it abbreviates, else the run's own time), sorted series after series as
+    sql/series/series_points.sql sorts them (order, then observed_at and rowid)."""
+    first_run = history.filter(pl.col("benchmarked_commit").is_not_null()).group_by("benchmarked_commit").agg(pl.col("observed_at").min())
+    data = data_places.filter(pl.col("committed_at") < known_before).group_by("benchmarked_commit").agg(pl.col("committed_at").min())
+    places = first_run.join(data, on="benchmarked_commit", how="left").select(
+        "benchmarked_commit", pl.min_horizontal("observed_at", "committed_at").alias("commit_at")
+    )
+    frame = history.join(places, on="benchmarked_commit", how="left").with_columns(pl.coalesce("commit_at", "observed_at").alias("order"))
+    return frame.drop("commit_at").sort("sid", "order", "observed_at", "row_id")
+
+
+def noise_of(history: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the statistic series_noise: SERIES, unit, noise (NaN unknown), method, the table the build writes;
+    the verdict's noise.SCHEMA from it, as sql/verdict/series_noise.sql and noise.pooled read it), for every
+    series of `history` (sorted series after series, `placed`)."""
     sids, series_of = np.unique(history["sid"].to_numpy(), return_inverse=True)
     firsts = history.group_by("sid", maintain_order=True).first()
     found = series_noise.noise_arrays(
         series_of,
         np.log(history["value"].to_numpy()),
         history["commit_code"].to_numpy(),
-        firsts["pool"].to_numpy(),
-        firsts["metric_pool"].to_numpy(),
+        np.unique(firsts["pool"].to_numpy(), return_inverse=True)[1],
+        np.unique(firsts["metric_pool"].to_numpy(), return_inverse=True)[1],
     )
     counts = np.bincount(series_of, minlength=len(sids))
-    own = firsts.select(*SERIES, "kernel", "pass", "metric", "gpu_name").with_columns(
+    table = firsts.select(*SERIES, "kernel", "pass", "metric", "gpu_name", "unit").with_columns(
         pl.Series("n_points", counts, pl.Int64),
         pl.Series("n_pairs", np.maximum(counts - 1, 0), pl.Int64),
         pl.Series("noise", found.noise, pl.Float64).fill_nan(None),
         pl.Series("method", [series_noise.METHODS[m] for m in found.method], pl.String),
     )
-    return verdict_noise.pooled(own.select(verdict_noise.SCHEMA.names()))
+    return table, verdict_noise.pooled(table.select(verdict_noise.SCHEMA.names()))
 
 
-def segment_starts(history: pl.DataFrame, noise: pl.DataFrame) -> pl.DataFrame:
-    """SERIES, segment_start: the time of the first run after each series' newest change point, found on `history` alone."""
+def segment_starts(history: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """SERIES, segment_start: the order of the first run after each series' newest confirmed change point, found
+    on `history` alone (`placed`) with the series' own noise (`table`, noise_of's first) as the build finds them:
+    only the series pipelines/series/tables.candidates searches, pipelines.series.change_points.detect_runs."""
     rows = []
-    known = {(g, p, b): n for g, p, b, n in noise.select(*SERIES, "noise").iter_rows()}
-    directed = history.filter(pl.col("unit").is_in(judge.LOWER_IS_BETTER))
+    known = {(g, p, b): n for g, p, b, n in table.select(*SERIES, "noise").iter_rows()}
+    directed = history.filter(pl.col("unit").is_in(series_tables.DIRECTED_UNITS))
     for key, group in directed.group_by(SERIES, maintain_order=True):
         sigma = known.get(key)
         values = group["value"].to_numpy()
         if sigma is None or len(values) < 1 + detection.MIN_AFTER:
             continue
         logs = np.log(values)
-        if logs.max() - logs.min() < detection.MIN_SHIFT_NOISES * sigma:
+        if not logs.max() - logs.min() >= detection.MIN_SHIFT_NOISES * sigma:
             continue  # too narrow to hold a step (pipelines.series.tables.candidates)
-        steps = detection.detect(values.tolist(), sigma)
+        steps = [
+            s for s in detection.detect_runs(values.tolist(), group["commit_code"].to_list(), sigma) if s.status == detection.CONFIRMED
+        ]
         if steps:
             rows.append((*key, group["order"][steps[-1].after]))
     return pl.DataFrame(rows, schema={**dict.fromkeys(SERIES, pl.String), "segment_start": history.schema["order"]}, orient="row")
@@ -192,23 +239,24 @@ def week_of(data: History, name: str) -> dict:
 
 
 def week_runs(data: History, week: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(the week's runs: the contender; its history: every run first seen before the week, its runs left out)."""
+    """(the week's runs: the contender; its history: every run first seen before the week, its runs left out,
+    `placed` as a warehouse of just that history would order it)."""
     runs = data.week_runs.filter(pl.col("snapshot_id") == week["snapshot_id"])["run_id"]
-    contender = data.points.filter(pl.col("run_id").is_in(runs.implode()))
+    contender = data.points.filter(pl.col("run_id").is_in(runs.implode())).sort("row_id")
     history = data.points.filter((pl.col("known_at") < week["committed_at"]) & ~pl.col("run_id").is_in(runs.implode()))
-    return contender, history
+    return contender, placed(history, data.data_places, week["committed_at"])
 
 
 def judge_history(
     history: pl.DataFrame, contender: pl.DataFrame, min_effect: float = judge.MIN_EFFECT
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(runs, kernels): the verdict's rules with `history` as the warehouse, computed in memory."""
-    noise = noise_of(history)
+    """(runs, kernels): the verdict (pipelines.verdict.verdict.judge_frames) with `history` (`placed`) as the warehouse."""
+    table, noise = noise_of(history)
     mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
-    starts = segment_starts(mine, noise)
-    baselines = verdict_noise.with_window(level.levels(mine.select(*SERIES, "value", "commit", "order"), starts), noise)
-    runs = judge.judge_runs(contender.select(*KERNEL, "group_id", "workload_slug", "unit", "value", "run_id"), baselines, min_effect)
-    return runs, judge.judge_kernels(runs, min_effect)
+    starts = segment_starts(mine, table)
+    points = mine.select(*SERIES, "value", "commit", "order")
+    runs = contender.select(*CONTENDER_COLUMNS)
+    return judge_frames(runs, points, starts, noise, min_effect, settings.DEFAULT_BASELINES)
 
 
 def judge_week(data: History, week: dict, min_effect: float) -> dict:
@@ -242,11 +290,15 @@ def judge_week(data: History, week: dict, min_effect: float) -> dict:
         row[f"{name}_false"] = kernels.filter(called & ~pl.col("real")).height
         row[f"{name}_caught"] = kernels.filter(called & pl.col("real")).height
     row["inconclusive"] = kernels.filter(pl.col("verdict") == "inconclusive").height
+    row["real_gate_inconclusive"] = kernels.filter(pl.col("real") & pl.col("gates") & (pl.col("verdict") == "inconclusive")).height
     row["kernels"] = kernels.height
-    row["false_kernels"] = ", ".join(
-        f"{r['kernel']}/{r['pass']}/{r['provider']}" for r in kernels.filter(gate_slower & ~pl.col("real")).iter_rows(named=True)
-    )
+    row["false_kernels"] = _names(kernels.filter(gate_slower & ~pl.col("real")))
+    row["caught_kernels"] = _names(kernels.filter(gate_slower & pl.col("real")))
     return row
+
+
+def _names(kernels: pl.DataFrame) -> str:
+    return ", ".join(f"{r['kernel']}/{r['pass']}/{r['metric']}/{r['provider']}" for r in kernels.iter_rows(named=True))
 
 
 def measure(data: History, min_effect: float) -> pl.DataFrame:
@@ -265,8 +317,12 @@ def main(argv: list[str] | None = None) -> None:
     rows = measure(data, args.min_effect)
     print(markdown(rows))
     print()
-    for row in rows.filter(pl.col("false_kernels") != "").iter_rows(named=True):
-        print(f"{row['week']}: false gate alarms: {row['false_kernels']}")
+    for row in rows.filter((pl.col("false_kernels") != "") | (pl.col("caught_kernels") != "")).iter_rows(named=True):
+        for what in ("false", "caught"):
+            if row[f"{what}_kernels"]:
+                print(
+                    f"{row['week']}: {'false gate alarms' if what == 'false' else 'real steps caught (gating)'}: {row[f'{what}_kernels']}"
+                )
     print()
     print(markdown_totals(rows))
 
@@ -298,10 +354,19 @@ def markdown_totals(rows: pl.DataFrame) -> str:
     chosen), the second half (held out) and all weeks."""
     half = math.ceil(rows.height / 2)
     parts = (("first half (tuned on)", rows.head(half)), ("second half (held out)", rows.tail(rows.height - half)), ("all weeks", rows))
-    header = ["weeks", "real steps (gating)", *(f"{title}: false per week / caught" for _, title in RULES)]
+    header = [
+        "weeks",
+        "real steps (gating)",
+        "of them the gate left inconclusive",
+        *(f"{title}: false per week / caught" for _, title in RULES),
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for name, part in parts:
-        cells = [f"{name}: {part.height}", f"{int(part['real'].sum())} ({int(part['real_gate'].sum())})"]
+        cells = [
+            f"{name}: {part.height}",
+            f"{int(part['real'].sum())} ({int(part['real_gate'].sum())})",
+            str(int(part["real_gate_inconclusive"].sum())),
+        ]
         cells += [f"{part[f'{rule}_false'].sum() / max(part.height, 1):.2f} / {int(part[f'{rule}_caught'].sum())}" for rule, _ in RULES]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -137,6 +137,25 @@ def baselines_of(points: pl.DataFrame, starts: pl.DataFrame | None, series_noise
     return noise.with_window(level.levels(points, starts), series_noise)
 
 
+def judge_frames(
+    contender_runs: pl.DataFrame,
+    points: pl.DataFrame,
+    starts: pl.DataFrame | None,
+    series_noise: pl.DataFrame,
+    min_effect: float = judge.MIN_EFFECT,
+    baseline_providers: tuple[str, ...] = DEFAULT_BASELINES,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(runs, kernels): the contender's runs (contender.COLUMNS) judged against a history given as frames, the
+    points of its series (level.levels' input), their segments' starts and noise (noise.SCHEMA). The one
+    path from history to verdict: judge_contender reads the frames from warehouse.duckdb, `python -m
+    bench.verdict` computes them on a history cut in memory, so the bench measures exactly this."""
+    baselines = baselines_of(points, starts, series_noise)
+    own = contender_runs.with_columns(launch_bound(contender_runs))
+    runs = judge.judge_runs(own, baselines, min_effect, baseline_providers)
+    kernels = judge.finish_kernels(judge.judge_kernels(runs, min_effect, baseline_providers), runs, min_effect)
+    return runs, kernels
+
+
 def judge_contender(
     warehouse_dir: Path,
     csv: Path,
@@ -156,14 +175,13 @@ def judge_contender(
         noise_frame = noise.series_noise(session)
         history = session.query(sql_files.text("verdict/history")).rows
         holds = history_holds(session)
-    baselines = baselines_of(_typed_points(points), starts if starts.height else None, noise_frame)
-    own = contender.runs.with_columns(launch_bound(contender.runs))
-    runs = judge.judge_runs(own, baselines, min_effect, baseline_providers).rename({"value": "contender_value"})
-    kernels = judge.finish_kernels(judge.judge_kernels(runs, min_effect, baseline_providers), runs, min_effect)
+    runs, kernels = judge_frames(
+        contender.runs, _typed_points(points), starts if starts.height else None, noise_frame, min_effect, baseline_providers
+    )
     return Verdict(
         contender=contender,
         warehouse_dir=Path(warehouse_dir),
-        runs=runs,
+        runs=runs.rename({"value": "contender_value"}),
         kernels=kernels,
         noise_source="series_noise",
         history=[(gpu, backend) for gpu, backend in history],
