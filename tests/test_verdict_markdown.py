@@ -16,25 +16,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from pipelines.__main__ import main
+from pipelines.core.schemas import LIGER_COLUMNS
 from pipelines.verdict.render import clean, code, code_block
 
-HEADER = [
-    "kernel_name",
-    "kernel_provider",
-    "kernel_operation_mode",
-    "metric_name",
-    "metric_unit",
-    "x_name",
-    "x_label",
-    "x_value",
-    "y_value_50",
-    "y_value_20",
-    "y_value_80",
-    "extra_benchmark_config_str",
-    "gpu_name",
-    "timestamp",
-    "liger_version",
-]
+HEADER = list(LIGER_COLUMNS)
 GPU = "NVIDIA H200\r\n\r\n[click](https://evil.example/x) ![img](https://evil.example/i.png) @everyone <b>bold</b>"
 KERNELS = (
     "</details>\n# SAME: no kernel is slower",

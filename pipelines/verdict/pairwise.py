@@ -52,7 +52,7 @@ class PairVerdict:
 
     contender: Contender
     baselines: tuple[Contender, ...]
-    runs: pl.DataFrame  # the contender's runs, judged: verdict.RUN_COLUMNS and reason, min_detectable, launch_bound
+    runs: pl.DataFrame  # the contender's runs, judged: render.RUN_FIELDS
     kernels: pl.DataFrame  # judge.KERNELS with inconclusive, reason, min_detectable
     scoreboard: pl.DataFrame  # scoreboard.SCHEMA of the contender's own runs
     min_effect: float

@@ -23,33 +23,13 @@ BASELINE_POINTS = level.LEVEL_POINTS
 HOST_SHARE = 0.75
 HOST_MIN_KERNELS = 3
 HOST_MIN_SHIFT = 0.01
-RUN_COLUMNS = (
-    "kernel",
-    "pass",
-    "metric",
-    "gpu_name",
-    "workload_slug",
-    "provider",
-    "backend",
-    "baseline_value",
-    "contender_value",
-    "ratio",
-    "verdict",
-    "reason",
-    "min_detectable",
-    "unit",
-    "baseline_points",
-    "noise",
-    "noise_method",
-    "run_id",
-)
 
 
 @dataclass(frozen=True)
 class Verdict:
     contender: Contender
     warehouse_dir: Path
-    runs: pl.DataFrame  # RUN_COLUMNS and what judged them (baseline_low, baseline_high, outside, spread, relative_effect)
+    runs: pl.DataFrame  # render.RUN_FIELDS: each run and what judged it (baseline_low, baseline_high, outside, spread, relative_effect)
     kernels: pl.DataFrame  # judge.KERNELS
     noise_source: str  # where the series' noise comes from: the statistic `series_noise`
     # (gpu_name, backend) pairs holding history of the contender's kernels.
