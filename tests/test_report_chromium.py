@@ -4,6 +4,7 @@ through the DevTools protocol: no console error, every picture decoded, a screen
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from report_reading import TITLE, Page
 from pipelines.exports.report import timeline
 
 pytest_plugins = ["report_reading"]
+VIEWPORT = (1280, 900)
 
 
 def _install_chromium() -> str:
@@ -133,8 +135,9 @@ class Rendered:
     screenshot: dict  # width, height, colors, white: the screenshot's pixels
 
 
-def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> Rendered:
-    """Load a page in headless Chromium, decode every image on it, save a screenshot and count its colors."""
+@contextlib.contextmanager
+def devtools_page(binary: str, page: Path, profile: Path):
+    """A headless Chromium with `page` loaded in a 1280 x 900 viewport: its DevTools session, closed on exit."""
     from websockets.sync.client import connect
 
     process = subprocess.Popen(
@@ -172,22 +175,10 @@ def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -
             for domain in ("Runtime", "Log", "Page"):
                 tools.call(f"{domain}.enable")
             # The window's size includes a (headless) frame; the page's own viewport is set exactly.
-            tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
+            tools.call("Emulation.setDeviceMetricsOverride", width=VIEWPORT[0], height=VIEWPORT[1], deviceScaleFactor=1, mobile=False)
             tools.call("Page.navigate", url=page.as_uri())
             tools.wait_for("Page.loadEventFired")
-
-            def evaluate(expression: str):
-                result = tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
-                assert "exceptionDetails" not in result, result["exceptionDetails"]
-                return result["result"]["value"]
-
-            title = evaluate("document.title")
-            images = evaluate(DECODE_IMAGES)
-            errors = list(tools.errors)  # before the probes below add anything of their own
-            shot = tools.call("Page.captureScreenshot", format="png")["data"]
-            screenshot.write_bytes(base64.b64decode(shot))
-            stats = evaluate(f"{SCREENSHOT_STATS}({json.dumps(shot)})")
-            return Rendered(title, errors, images, stats)
+            yield tools
     finally:
         process.terminate()
         try:
@@ -195,6 +186,53 @@ def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def evaluate(tools: DevTools, expression: str):
+    result = tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+    assert "exceptionDetails" not in result, result["exceptionDetails"]
+    return result["result"]["value"]
+
+
+def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> Rendered:
+    """Load a page in headless Chromium, decode every image on it, save a screenshot and count its colors."""
+    with devtools_page(binary, page, profile) as tools:
+        title = evaluate(tools, "document.title")
+        images = evaluate(tools, DECODE_IMAGES)
+        errors = list(tools.errors)  # before the probes below add anything of their own
+        shot = tools.call("Page.captureScreenshot", format="png")["data"]
+        screenshot.write_bytes(base64.b64decode(shot))
+        stats = evaluate(tools, f"{SCREENSHOT_STATS}({json.dumps(shot)})")
+        return Rendered(title, errors, images, stats)
+
+
+# The page's layout as a reader first sees it (every <details> closed), then with every <details> open:
+# its height, whether the page itself scrolls sideways, and its widest table against main's content width.
+# Tables inside a closed <details> are not seen, so not measured. A table's box is its scroll container's
+# when it has one: a wide table scrolls inside it, not the page.
+LAYOUT = """(() => {
+  const root = document.documentElement;
+  const main = document.querySelector("main");
+  const style = getComputedStyle(main);
+  const content = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const measure = () => {
+    const tables = Array.from(document.querySelectorAll("table")).filter((t) => t.checkVisibility());
+    const boxes = tables.map((t) => (t.closest(".scroll") || t).getBoundingClientRect().width);
+    return {height: root.scrollHeight, page_width: root.scrollWidth,
+            widest_table: Math.max(0, ...tables.map((t) => t.getBoundingClientRect().width)),
+            widest_box: Math.max(0, ...boxes), tables: tables.length};
+  };
+  const closed = measure();
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  const open = measure();
+  return {viewport: root.clientWidth, content, closed, open};
+})()"""
+
+
+def layout_of(binary: str, page: Path, profile: Path) -> dict:
+    """`LAYOUT` of a page in the 1280 x 900 viewport."""
+    with devtools_page(binary, page, profile) as tools:
+        return evaluate(tools, LAYOUT)
 
 
 def assert_rendered(rendered: Rendered) -> None:
