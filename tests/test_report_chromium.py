@@ -4,6 +4,7 @@ through the DevTools protocol: no console error, every picture decoded, a screen
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -14,11 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import build_warehouse, git, liger_csv, liger_row
 from report_reading import TITLE, Page
 
-from pipelines.exports.report import timeline
+from pipelines.core import settings
+from pipelines.duck import database_build
+from pipelines.exports.report import build_report, timeline
 
 pytest_plugins = ["report_reading"]
+VIEWPORT = (1280, 900)
 
 
 def _install_chromium() -> str:
@@ -133,8 +138,9 @@ class Rendered:
     screenshot: dict  # width, height, colors, white: the screenshot's pixels
 
 
-def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> Rendered:
-    """Load a page in headless Chromium, decode every image on it, save a screenshot and count its colors."""
+@contextlib.contextmanager
+def devtools_page(binary: str, page: Path, profile: Path):
+    """A headless Chromium with `page` loaded in a 1280 x 900 viewport: its DevTools session, closed on exit."""
     from websockets.sync.client import connect
 
     process = subprocess.Popen(
@@ -172,22 +178,10 @@ def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -
             for domain in ("Runtime", "Log", "Page"):
                 tools.call(f"{domain}.enable")
             # The window's size includes a (headless) frame; the page's own viewport is set exactly.
-            tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
+            tools.call("Emulation.setDeviceMetricsOverride", width=VIEWPORT[0], height=VIEWPORT[1], deviceScaleFactor=1, mobile=False)
             tools.call("Page.navigate", url=page.as_uri())
             tools.wait_for("Page.loadEventFired")
-
-            def evaluate(expression: str):
-                result = tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
-                assert "exceptionDetails" not in result, result["exceptionDetails"]
-                return result["result"]["value"]
-
-            title = evaluate("document.title")
-            images = evaluate(DECODE_IMAGES)
-            errors = list(tools.errors)  # before the probes below add anything of their own
-            shot = tools.call("Page.captureScreenshot", format="png")["data"]
-            screenshot.write_bytes(base64.b64decode(shot))
-            stats = evaluate(f"{SCREENSHOT_STATS}({json.dumps(shot)})")
-            return Rendered(title, errors, images, stats)
+            yield tools
     finally:
         process.terminate()
         try:
@@ -195,6 +189,53 @@ def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def evaluate(tools: DevTools, expression: str):
+    result = tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+    assert "exceptionDetails" not in result, result["exceptionDetails"]
+    return result["result"]["value"]
+
+
+def open_in_chromium(binary: str, page: Path, screenshot: Path, profile: Path) -> Rendered:
+    """Load a page in headless Chromium, decode every image on it, save a screenshot and count its colors."""
+    with devtools_page(binary, page, profile) as tools:
+        title = evaluate(tools, "document.title")
+        images = evaluate(tools, DECODE_IMAGES)
+        errors = list(tools.errors)  # before the probes below add anything of their own
+        shot = tools.call("Page.captureScreenshot", format="png")["data"]
+        screenshot.write_bytes(base64.b64decode(shot))
+        stats = evaluate(tools, f"{SCREENSHOT_STATS}({json.dumps(shot)})")
+        return Rendered(title, errors, images, stats)
+
+
+# The page's layout as a reader first sees it (every <details> closed), then with every <details> open:
+# its height, whether the page itself scrolls sideways, and its widest table against main's content width.
+# Tables inside a closed <details> are not seen, so not measured. A table's box is its scroll container's
+# when it has one: a wide table scrolls inside it, not the page.
+LAYOUT = """(() => {
+  const root = document.documentElement;
+  const main = document.querySelector("main");
+  const style = getComputedStyle(main);
+  const content = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const measure = () => {
+    const tables = Array.from(document.querySelectorAll("table")).filter((t) => t.checkVisibility());
+    const boxes = tables.map((t) => (t.closest(".scroll") || t).getBoundingClientRect().width);
+    return {height: root.scrollHeight, page_width: root.scrollWidth,
+            widest_table: Math.max(0, ...tables.map((t) => t.getBoundingClientRect().width)),
+            widest_box: Math.max(0, ...boxes), tables: tables.length};
+  };
+  const closed = measure();
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  const open = measure();
+  return {viewport: root.clientWidth, content, closed, open};
+})()"""
+
+
+def layout_of(binary: str, page: Path, profile: Path) -> dict:
+    """`LAYOUT` of a page in the 1280 x 900 viewport."""
+    with devtools_page(binary, page, profile) as tools:
+        return evaluate(tools, LAYOUT)
 
 
 def assert_rendered(rendered: Rendered) -> None:
@@ -248,3 +289,83 @@ def test_the_changes_page_renders_in_headless_chromium(chromium, real_report, tm
     rendered = open_in_chromium(chromium, page, tmp_path / "changes.png", tmp_path / "profile")
     assert rendered.title.startswith("Change points") and rendered.title.endswith(TITLE)
     assert_rendered(rendered)
+
+
+# A kernel of long names: its page would be tens of screens tall and its tables twice the page's width if it
+# showed everything open and never wrapped a key (the real report's pages were 4,000-151,000 px, issue 31).
+LONG_KERNEL = "fused_linear_grpo_loss_sequence"
+LONG_CONFIG = (
+    '{"activation_type":"geglu","batch_size_per_device":2,"dtype":"torch.bfloat16","hidden_act":"gelu_pytorch_tanh",'
+    '"intermediate_size":14336,"num_shards":4,"sequence_length":8192}'
+)
+GPUS = ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA B200")
+FIRST_VIEW_SCREENS = 3  # a kernel's page opens at most this many viewports tall
+
+
+@pytest.fixture
+def long_kernel_warehouse(upstream_repo, tmp_path) -> Path:
+    """The data files: the long kernel on three GPUs, three passes, two metrics, two providers, eight sizes;
+    upstream's CI: four benchmarked commits of it on the H100, six workloads (two past a chart's first four)."""
+    sizes = [str(2**i) for i in range(10, 18)]
+    rows = [
+        liger_row(LONG_KERNEL, provider, mode, metric, unit, x_value=x, y50=y, config=LONG_CONFIG, gpu=gpu, timestamp="2025-06-01 10:00:00")
+        for gpu in GPUS
+        for mode in ("full", "forward", "backward")
+        for metric, unit in (("speed", "ms"), ("memory", "MB"))
+        for provider, y in (("liger", "0.5"), ("huggingface", "0.7"))
+        for x in sizes
+    ]
+    upstream_repo.commit({"benchmark/data/all_benchmark_data.csv": liger_csv(*rows)}, "data")
+    git(upstream_repo.path, "checkout", "--quiet", "--orphan", "gh-pages")
+    git(upstream_repo.path, "rm", "-r", "-f", "--quiet", ".")
+    for day, (folder, liger) in enumerate((("aaaaaaa", "0.5"), ("bbbbbbb", "0.5"), ("ccccccc", "0.8"), ("ddddddd", "0.8"))):
+        ci = [
+            liger_row(LONG_KERNEL, provider, x_value=x, y50=y, config=LONG_CONFIG, gpu=GPUS[1], timestamp=f"2025-05-0{day + 1} 00:10:00")
+            for provider, y in (("liger", liger), ("huggingface", "0.7"))
+            for x in sizes[:6]
+        ]
+        upstream_repo.commit({f"benchmarks/{folder}/benchmark.csv": liger_csv(*ci)}, f"ci {folder}")
+    git(upstream_repo.path, "checkout", "--quiet", "main")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache", streams=("data", "ci"))
+    database_build.build_database(warehouse, settings.DEFAULT_BASELINES)
+    return warehouse
+
+
+def test_a_kernel_page_opens_a_few_screens_tall_and_its_tables_fit_the_page(chromium, long_kernel_warehouse, tmp_path):
+    summary = build_report(long_kernel_warehouse)
+    page = summary.folder / summary.kernel_pages[LONG_KERNEL]
+    layout = layout_of(chromium, page, tmp_path / "profile")
+    height = VIEWPORT[1]
+    closed, opened = layout["closed"], layout["open"]
+    # As a reader first sees it: a few screens, though everything opened is many more (so the bound is the folding's).
+    assert closed["height"] <= FIRST_VIEW_SCREENS * height
+    assert opened["height"] > 4 * FIRST_VIEW_SCREENS * height
+    assert opened["tables"] >= 3 * 3 * 2 + 1  # a table of numbers under each sweep chart, and the runs
+    # Neither view scrolls sideways, and no table is wider than main's content (the page's width less its margins).
+    for view in (closed, opened):
+        assert view["page_width"] <= layout["viewport"]
+        assert view["widest_table"] <= layout["content"] + 0.5
+    text = page.read_text(encoding="utf-8")
+    assert text.count('<details class="fold"') >= 2 * len(GPUS)  # the sweep charts per GPU, the history, tables
+
+
+def main(site: Path) -> None:
+    """Print the layout of each kernel page and the changes page of a built report (the figures of docs/exports.md):
+    `python tests/test_report_chromium.py $(dirname $(python -m pipelines report))`."""
+    import tempfile
+
+    binary = _find_chromium()
+    assert binary, "no chromium on PATH"
+    print("page\tfirst view px\tall open px\twidest table px (all open)\tcontent px\tpage scrolls sideways")
+    for page in [*sorted((site / "kernels").glob("*.html")), site / "changes.html"]:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
+            layout = layout_of(binary, page, Path(profile))
+        closed, opened = layout["closed"], layout["open"]
+        sideways = max(closed["page_width"], opened["page_width"]) > layout["viewport"]
+        print(f"{page.name}\t{closed['height']}\t{opened['height']}\t{opened['widest_table']:.0f}\t{layout['content']:.0f}\t{sideways}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(Path(sys.argv[1]))

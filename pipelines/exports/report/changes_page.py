@@ -69,12 +69,42 @@ def newest_section(site: Site, newest: Newest, heading: str = "h2") -> str:
     return "\n".join(parts)
 
 
-def _newest_table(site: Site, moved: list[Moved]) -> str:
+def newest_for_kernel(site: Site, newest: Newest, kernel: str) -> str:
+    """What changed in the newest run, the lines of one kernel: the first thing its page says."""
+    if newest.commit is None:
+        return ""
+    mine = [m for m in newest.moved if m.kernel == kernel]
+    heading = (
+        f'<h2 id="{NEWEST_ANCHOR}" class="newest">What changed in the newest run: {text(newest.commit)} · {text(newest.observed)}</h2>'
+    )
+    if not mine:
+        return (
+            heading
+            + f"<p>Nothing of this kernel moved beyond its noise in the newest run ({link('../' + CHANGES + '#' + NEWEST_ANCHOR, 'every kernel')}).</p>"
+        )
+    shown, folded = mine[:NEWEST_SHOWN], mine[NEWEST_SHOWN:]
+    return (
+        heading + f"<p>Each line whose newest point moved beyond its noise and by at least {effect.MIN_EFFECT:.0%}, liger first. "
+        "Ratio: before / latest (above 1: faster or leaner now); moved: workloads that moved of those in the newest run "
+        f"({link('../' + CHANGES + '#' + NEWEST_ANCHOR, 'every kernel')}).</p>"
+        + _newest_table(site, shown, kernel_column=False)
+        + (html.fold(html.count(len(folded), "more line"), _newest_table(site, folded, kernel_column=False)) if folded else "")
+    )
+
+
+def _newest_table(site: Site, moved: list[Moved], kernel_column: bool = True) -> str:
+    headers = ["kernel", "GPU", "pass · metric", "implementation", "moved", "typical", "largest", "against"]
+    if not kernel_column:  # on the kernel's own page
+        headers = headers[1:]
     return html.table(
-        ["kernel", "GPU", "pass · metric", "implementation", "moved", "typical", "largest", "against"],
+        headers,
         (
             [
-                link(f"{site.kernel_pages[m.kernel]}#history", m.kernel) if m.kernel in site.kernel_pages else text(m.kernel),
+                *(
+                    [link(f"{site.kernel_pages[m.kernel]}#history", m.kernel) if m.kernel in site.kernel_pages else text(m.kernel)]
+                    if kernel_column
+                    else []
+                ),
                 text(m.gpu_name),
                 text(f"{m.pass_} · {m.metric}"),
                 text(implementations.label(m.provider, m.backend)),
@@ -166,7 +196,7 @@ def size(ratio: float | None, metric: str) -> str:
     worse, better = ("slower", "faster") if metric == "speed" else ("more", "less")
     change = 1 / ratio - 1  # after / before - 1
     word = worse if change > 0 else better
-    return f'<span class="nowrap">{ratio:.3g}x ({abs(change):.0%} {word})</span>'
+    return f'<span class="nowrap">{ratio:.3g}x</span> <span class="nowrap">({abs(change):.0%} {word})</span>'
 
 
 def baseline(row: dict[str, Any]) -> str:
@@ -200,10 +230,10 @@ def change_table(rows: Iterable[dict[str, Any]], run_href: Callable[[str, str], 
         [
             verdict_cell(r),
             size(r["ratio"], r["metric"]),
-            link(kernel_href(r["kernel"]), r["kernel"]) if kernel_href else "",
+            f'<a href="{html.escape(kernel_href(r["kernel"]))}">{html.breakable(r["kernel"])}</a>' if kernel_href else "",
             text(r["gpu_name"]),
             text(f"{r['pass']} · {r['metric']}"),
-            text(r["workload_slug"]),
+            html.breakable(r["workload_slug"]),
             text(implementations.label(r["provider"], r["backend"])),
             f'<span class="nowrap">{text(r["before_value"])} →</span> <span class="nowrap">{text(r["after_value"])} {text(r["unit"])}</span>',
             text(r["cause"]),
@@ -276,19 +306,22 @@ def changes_page(
                 numeric=["regressions (code)", "regressions (host)", "improvements", "unconfirmed"],
             )
         )
+    # One folded line per commit: the page opens a few screens tall, its change points one click away (issue 31).
     for c in commits:
-        parts.append(f'<section id="{c.anchor}">')
         parts.append(
-            f"<h2>{text(c.label)} · {text(c.first_observed)}: {html.count(c.count('regressed'), 'regression')}, "
-            f"{html.count(c.count('improved'), 'improvement')}</h2>"
+            html.fold(
+                f"<h2>{text(c.label)} · {text(c.first_observed)}: {html.count(c.count('regressed'), 'regression')}, "
+                f"{html.count(c.count('improved'), 'improvement')}</h2>",
+                change_table(c.rows, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points"),
+                summary_html=True,
+                anchor=c.anchor,
+            )
         )
-        parts.append(change_table(c.rows, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points"))
-        parts.append("</section>")
     if smaller:
         parts.append(
-            f"<details><summary>{html.count(len(smaller), 'step')} smaller than {effect.MIN_EFFECT:.0%}, "
-            "not counted as changes</summary>"
-            + change_table(smaller, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points")
-            + "</details>"
+            html.fold(
+                f"{html.count(len(smaller), 'step')} smaller than {effect.MIN_EFFECT:.0%}, not counted as changes",
+                change_table(smaller, site.run_href, lambda k: f"{site.kernel_pages[k]}#change-points"),
+            )
         )
     return html.page(f"Change points · {TITLE}", "\n".join(parts), site.footer)

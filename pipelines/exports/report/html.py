@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
@@ -35,6 +36,12 @@ tr.failed { color: #888; }
 tr:has(:target) td, figure:target { background: #fff3b0; }
 code { font-size: 0.92em; }
 details { margin: 0.3em 0 1em; } summary { cursor: pointer; color: #20324a; }
+details.fold { margin: 0.25em 0; border: 1px solid #dde3ea; border-radius: 3px; }
+details.fold > summary { background: #f3f5f8; padding: 0.3em 0.6em; }
+details.fold[open] > summary { border-bottom: 1px solid #dde3ea; }
+details.fold > .folded { padding: 0.2em 0.6em 0.4em; }
+summary > h2, summary > h3 { display: inline; font-size: 1.05em; margin: 0; border: 0; }
+td { overflow-wrap: break-word; } .key { overflow-wrap: anywhere; }
 .muted { color: #666; }
 .nowrap { white-space: nowrap; }
 .scroll { overflow-x: auto; max-width: 100%; }
@@ -90,6 +97,20 @@ def anchor_id(kind: str, key: str) -> str:
     return f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
+def fold(summary: str, body: str, summary_html: bool = False, anchor: str | None = None) -> str:
+    """`body` folded under a one-line `summary` (text, or HTML built here when `summary_html`): the long parts
+    of a page stay one line each until opened, so a page opens a few screens tall."""
+    head = summary if summary_html else text(summary)
+    attrs = f' id="{escape(anchor)}"' if anchor else ""
+    return f'<details class="fold"{attrs}><summary>{head}</summary><div class="folded">{body}</div></details>'
+
+
+def breakable(value: Any) -> str:
+    """A long key (run id, snapshot, a sweep's JSON) as escaped text that wraps after each `/` and `,`, and
+    anywhere when a part is still too long: unbroken, such keys made tables twice as wide as the page."""
+    return '<span class="key">' + re.sub(r"([/,])", r"\1<wbr>", text(value)) + "</span>"
+
+
 def image(src: str, alt: str, size: tuple[int, int] | None = None, lazy: bool = False) -> str:
     attrs = f' width="{size[0]}" height="{size[1]}"' if size else ""
     if lazy:
@@ -113,6 +134,15 @@ def table(
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
+# The one script: a link into a folded part opens it (some browsers do on their own, others not).
+OPEN_TARGET = (
+    "function openTarget(){var e=location.hash&&document.getElementById(decodeURIComponent(location.hash.slice(1)));"
+    "for(;e;e=e.parentElement){if(e.tagName==='DETAILS')e.open=true;}}"
+    "addEventListener('hashchange',function(){openTarget();var t=document.getElementById(location.hash.slice(1));"
+    "if(t)t.scrollIntoView();});openTarget();"
+)
+
+
 def page(title: str, body: str, footer: str, root: str = "") -> str:
     """A whole page; `root` is the way back to the site's top folder ('' or '../')."""
     return f"""<!DOCTYPE html>
@@ -129,6 +159,7 @@ def page(title: str, body: str, footer: str, root: str = "") -> str:
 {body}
 </main>
 <footer>{footer}</footer>
+<script>{OPEN_TARGET}</script>
 </body>
 </html>
 """

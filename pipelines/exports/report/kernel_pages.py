@@ -14,12 +14,12 @@ import polars as pl
 from pipelines.core import effect
 from pipelines.exports.report import changes_page, html, implementations, scorecards
 from pipelines.exports.report.history_site import MIN_COMMITS, HistoryChart
-from pipelines.exports.report.html import link, text
+from pipelines.exports.report.html import text
+from pipelines.exports.report.newest import Newest as NewestRun
 from pipelines.exports.report.pages import TITLE, GpuSection, Site, freshness_sentence, gpu_anchor, metric_label
 from pipelines.exports.report.staleness import Newest
 
 ROOT = "../"
-SHOWN_CHANGES = 40  # change points listed open on a kernel's page; the rest folded below them
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,14 @@ class KernelView:
     runs: pl.DataFrame  # the runs the page lists
     total_runs: int
     smaller_changes: list[dict[str, Any]] = field(default_factory=list)  # below the minimum effect: folded
+    newest_change: changes_page.CommitChanges | None = None  # the commit of the newest change points
+    latest: NewestRun | None = None  # what changed in the newest run, every kernel's lines (this page shows its own)
 
 
 def kernel_page(site: Site, view: KernelView) -> str:
-    """One kernel: freshness, history and change points, scorecard, sweep charts per GPU, runs."""
+    """One kernel. Its first screen says what matters: freshness, what changed in the newest run and how many
+    change points; the long parts (history and sweep charts per GPU, the change table, scorecard, runs) are
+    folded below it, one line each, so the page opens a few screens tall (issue 31)."""
     title, runs = view.title, view.runs
     stale = [n for n in view.newest if n.stale]
     parts = [
@@ -49,45 +53,57 @@ def kernel_page(site: Site, view: KernelView) -> str:
         + ", ".join(f'<a href="#{gpu_anchor(s.gpu)}">{text(s.gpu)}</a>' for s in view.sections)
         + ' · <a href="#history">history</a> · <a href="#change-points">change points</a> · <a href="#runs">runs</a></p>',
         f'<p class="{"note" if stale else "muted"}">Newest data: ' + "; ".join(freshness_sentence(n) for n in view.newest) + ".</p>",
-        '<h2 id="history">History over the benchmarked commits</h2>',
-        _histories(view),
+        changes_page.newest_for_kernel(site, view.latest, view.kernel) if view.latest is not None else "",
         '<h2 id="change-points">Change points</h2>',
         _change_points(view),
-        "<h2>Scorecard</h2>",
-        _scorecard_table(view.scorecard) if view.scorecard.height else "<p>No provider has a baseline to compare with.</p>",
-        "<h2>Latest runs along each sweep</h2>",
+        '<h2 id="history">History over the benchmarked commits</h2>',
+        _histories(view),
+        '<h2 id="scorecard">Scorecard</h2>',
+        html.fold(
+            f"{html.count(view.scorecard.height, 'row')}: per GPU, pass, metric and implementation, its geometric-mean "
+            "ratio to the baseline and its wins and losses",
+            _scorecard_table(view.scorecard),
+        )
+        if view.scorecard.height
+        else "<p>No provider has a baseline to compare with.</p>",
+        '<h2 id="sweeps">Latest runs along each sweep</h2>',
         "<p>Each chart draws, for every sweep (the runs that differ only in the x value), each implementation's "
         "latest median with its p20-p80 band, and below it the ratio to the group's baseline, named above the chart "
-        "(baseline value / value: above the dashed line is better).</p>",
+        "(baseline value / value: above the dashed line is better). One GPU per line below.</p>",
     ]
     newest_on = dict(runs.group_by("gpu_name").agg(pl.col("observed_at").max()).iter_rows()) if runs.height else {}
     for section in view.sections:
-        parts.append(f'<section id="{gpu_anchor(section.gpu)}">')
-        parts.append(f"<h3>{text(section.gpu)}</h3>")
+        inner = []
         if section.gpu in newest_on:
-            parts.append(f'<p class="muted">Newest run of this kernel on this GPU: {text(newest_on[section.gpu])}.</p>')
+            inner.append(f'<p class="muted">Newest run of this kernel on this GPU: {text(newest_on[section.gpu])}.</p>')
         if not section.charts:
-            parts.append("<p>No passed run on this GPU: see the failed runs below.</p>")
-        parts.append('<div class="charts">')
+            inner.append("<p>No passed run on this GPU: see the failed runs below.</p>")
+        inner.append('<div class="charts">')
         for chart in section.charts:
             label = f"{chart.pass_} · {metric_label(chart.metric)}"
             chart_id = html.anchor_id("chart", "\0".join([section.gpu, chart.pass_, chart.metric]))
             alt = f"{title}, {section.gpu}, {label}"
-            parts.append(
+            inner.append(
                 f'<figure id="{chart_id}"><h4>{text(label)}</h4>'
                 + html.image(ROOT + chart.picture.src, alt, chart.picture.size, lazy=True)
                 + f"<details><summary>The {len(chart.points)} numbers in this chart and where they come from</summary>"
                 + _points_table(chart.points)
                 + "</details></figure>"
             )
-        parts.append("</div></section>")
+        inner.append("</div>")
+        charts = ", ".join(dict.fromkeys(f"{c.pass_} · {metric_label(c.metric)}" for c in section.charts)) or "no passed run"
+        parts.append(
+            f'<section id="{gpu_anchor(section.gpu)}">'
+            + html.fold(f"<strong>{text(section.gpu)}</strong>: {text(charts)}", "\n".join(inner), summary_html=True)
+            + "</section>"
+        )
     parts.append('<h2 id="runs">Runs</h2>')
     parts.append(
         f"<p>{runs.height} of the kernel's {view.total_runs} runs: every run of upstream's data files, and each run of its CI "
         "history that a number on this page comes from (the others are the history charts' points). Newest first per GPU, "
         "pass, metric and implementation; first and last seen: the snapshots (upstream commit and file) whose file held the run.</p>"
     )
-    parts.append(_runs_table(runs))
+    parts.append(html.fold(f"The {html.count(runs.height, 'run')}", _runs_table(runs)))
     return html.page(f"{title} · {TITLE}", "\n".join(parts), site.footer, ROOT)
 
 
@@ -109,8 +125,7 @@ def _histories(view: KernelView) -> str:
         "(before / after) at the top.</p>"
     ]
     for gpu, charts in view.histories.items():
-        parts.append(f"<h3>{text(gpu)}</h3>")
-        parts.append('<div class="charts">')
+        figures = ['<div class="charts">']
         for chart in charts:
             label = f"{chart.pass_} · {metric_label(chart.metric)}"
             alt = f"{view.title}, {gpu}, {label}, over {chart.commits} benchmarked commits"
@@ -126,37 +141,48 @@ def _histories(view: KernelView) -> str:
                 if chart.rest is not None
                 else ""
             )
-            parts.append(
+            figures.append(
                 f'<figure id="{history_anchor(chart)}"><h4>{text(label)}</h4>'
                 + html.image(ROOT + chart.picture.src, alt, chart.picture.size, lazy=True)
                 + f'<figcaption class="muted">{text(caption)}</figcaption>{rest}</figure>'
             )
-        parts.append("</div>")
+        figures.append("</div>")
+        marked = sum(c.marked for c in charts)
+        labels = ", ".join(f"{c.pass_} · {metric_label(c.metric)}" for c in charts)
+        summary = f"<strong>{text(gpu)}</strong>: {text(labels)}; {html.count(marked, 'change point')} marked"
+        parts.append(html.fold(summary, "\n".join(figures), summary_html=True))
     return "\n".join(parts)
 
 
 def _change_points(view: KernelView) -> str:
+    """How many change points and the newest of them in a line; their table folded below it."""
     if not view.has_change_points:
         return f'<p class="note">{text(changes_page.ABSENT)}</p>'
     smaller = (
-        f"<details><summary>{html.count(len(view.smaller_changes), 'step')} smaller than {effect.MIN_EFFECT:.0%}, "
-        "not counted as changes</summary>" + changes_page.change_table(view.smaller_changes, run_href, None) + "</details>"
+        html.fold(
+            f"{html.count(len(view.smaller_changes), 'step')} smaller than {effect.MIN_EFFECT:.0%}, not counted as changes",
+            changes_page.change_table(view.smaller_changes, run_href, None),
+        )
         if view.smaller_changes
         else ""
     )
     if not view.change_points:
         return "<p>No change point in any series of this kernel.</p>" + smaller
     regressed = sum(r["verdict"] == "regressed" for r in view.change_points)
+    newest = view.newest_change
+    at = (
+        f"the newest at {text(newest.label)} ({text(newest.first_observed)}): "
+        f"{html.count(newest.count('regressed'), 'regression')}, {html.count(newest.count('improved'), 'improvement')}. "
+        if newest is not None
+        else ""
+    )
     return (
-        f"<p>{len(view.change_points)} change points, {regressed} of them regressions: newest commit first, regressions "
-        f"first within a commit. {text(changes_page.EXPLAINED)}</p>"
-        + changes_page.change_table(view.change_points[:SHOWN_CHANGES], run_href, None)
-        + (
-            f"<details><summary>The {len(view.change_points) - SHOWN_CHANGES} older or smaller ones</summary>"
-            + changes_page.change_table(view.change_points[SHOWN_CHANGES:], run_href, None)
-            + "</details>"
-            if len(view.change_points) > SHOWN_CHANGES
-            else ""
+        f"<p><strong>{html.count(len(view.change_points), 'change point')}, {regressed} of them regressions</strong>; "
+        + at
+        + "The table lists them newest commit first, regressions first within a commit.</p>"
+        + html.fold(
+            f"The {html.count(len(view.change_points), 'change point')}",
+            f'<p class="muted">{text(changes_page.EXPLAINED)}</p>' + changes_page.change_table(view.change_points, run_href, None),
         )
         + smaller
     )
@@ -184,92 +210,76 @@ def _scorecard_table(scorecard: pl.DataFrame) -> str:
     return html.table(headers, rows, numeric=headers[5:])
 
 
+def _spread(row: dict[str, Any]) -> str:
+    """The median, its p20-p80 band and unit in one cell (three columns were one more reason for tables wider than the page)."""
+    if row["value"] is None:
+        return text(None)
+    band = f' <span class="muted nowrap">[{text(row["p20"])}, {text(row["p80"])}]</span>' if row["p20"] is not None else ""
+    return f'<span class="nowrap">{text(row["value"])} {text(row["unit"])}</span>{band}'
+
+
+def _seen(snapshot: str | None, commit: str | None, subject: str | None = None) -> str:
+    """A snapshot, and the upstream commit it was taken at, in one cell."""
+    return html.breakable(snapshot) + "<br>" + html.commit(commit) + (f' <span class="key">{text(subject)}</span>' if subject else "")
+
+
 def _points_table(points: list[dict[str, Any]]) -> str:
     """The chart's points; each run links to its row in the page's table of runs."""
-    headers = [
-        "sweep",
-        "x",
-        "implementation",
-        "median",
-        "p20",
-        "p80",
-        "unit",
-        "ratio",
-        "baseline",
-        "noise",
-        "liger version",
-        "run",
-        "first seen in snapshot",
-        "commit",
-    ]
+    headers = ["sweep", "x", "implementation", "median [p20, p80]", "ratio", "baseline", "noise", "liger version", "run", "first seen in"]
     rows = (
         [
-            text(p["sweep_workload"]),
+            html.breakable(p["sweep_workload"]),
             text(p["x_value"]),
             text(implementations.label(p["provider"], p["backend"])),
-            text(p["value"]),
-            text(p["p20"]),
-            text(p["p80"]),
-            text(p["unit"]),
+            _spread(p),
             text(p["ratio"]),
             text(implementations.label(p["baseline_provider"], p["baseline_backend"]) if p["baseline_provider"] else None),
             text(p["noise"]),
             text(p["liger_version"]),
-            link(f"#{html.anchor_id('run', p['run_id'])}", p["run_id"]),
-            text(p["first_seen_snapshot"]),
-            html.commit(p["first_seen_commit"]),
+            f'<a href="#{html.anchor_id("run", p["run_id"])}">{html.breakable(p["run_id"])}</a>',
+            _seen(p["first_seen_snapshot"], p["first_seen_commit"]),
         ]
         for p in points
     )
-    return html.table(headers, rows, numeric=["median", "p20", "p80", "ratio"])
+    return html.table(headers, rows, numeric=["median [p20, p80]", "ratio"])
 
 
 def _runs_table(runs: pl.DataFrame) -> str:
+    # Thirteen columns, not nineteen: the median with its band and unit, pass and metric, each snapshot with its
+    # commit in one cell, and run ids that wrap (issue 31: tables wider than the page).
     headers = [
         "run",
         "GPU",
-        "pass",
-        "metric",
+        "pass · metric",
         "implementation",
         "x",
         "status",
-        "median",
-        "p20",
-        "p80",
-        "unit",
+        "median [p20, p80]",
         "liger version",
         "observed at",
         "CI folder",
         "first seen in",
-        "commit",
         "last seen in",
-        "commit ",
         "at head",
     ]
     records = list(runs.iter_rows(named=True))
     rows = (
         [
-            f'<code id="{html.anchor_id("run", r["run_id"])}">{text(r["run_id"])}</code>',
+            f'<code id="{html.anchor_id("run", r["run_id"])}">{html.breakable(r["run_id"])}</code>',
             text(r["gpu_name"]),
-            text(r["pass"]),
-            text(r["metric"]),
+            text(f"{r['pass']} · {r['metric']}"),
             text(implementations.label(r["provider"], r["backend"])),
             text(r["x_value"]),
             text(r["status"]),
-            text(r["value"]),
-            text(r["p20"]),
-            text(r["p80"]),
-            text(r["unit"]),
+            _spread(r),
             text(r["liger_version"]),
             text(r["observed_at"]),
             text(changes_page.commit_label(r["benchmarked_commit"], r["release"]) if r["benchmarked_commit"] else None),
-            text(r["first_seen_snapshot"]),
-            html.commit(r["first_seen_commit"]) + (f" {text(r['first_seen_subject'])}" if r["first_seen_subject"] else ""),
-            text(r["last_seen_snapshot"]),
-            html.commit(r["last_seen_commit"]),
+            _seen(r["first_seen_snapshot"], r["first_seen_commit"], r["first_seen_subject"]),
+            _seen(r["last_seen_snapshot"], r["last_seen_commit"]),
             text(r["in_latest"]),
         ]
         for r in records
     )
     attrs = (' class="failed"' if r["status"] != "passed" else "" for r in records)
-    return html.table(headers, rows, numeric=["median", "p20", "p80"], row_attrs=attrs)
+    return html.table(headers, rows, numeric=["median [p20, p80]"], row_attrs=attrs)

@@ -63,6 +63,7 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
     series = data.series.partition_by("kernel", as_dict=True, maintain_order=True)
     change_points = data.change_points.partition_by("kernel", as_dict=True, maintain_order=True)
     scorecard = data.scorecard.partition_by("kernel", as_dict=True, maintain_order=True)
+    latest = newest_changes(data.series, data.noise, data.change_points, changes_page.commit_label)
     for kernel in data.kernels:
         kernel_runs = runs[(kernel,)]
         kernel_series = series.get((kernel,), data.series.clear())
@@ -81,12 +82,15 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
             kind, chart = ("workloads", key[:3]) if len(key) == 4 else ("history", key)
             return writer.image(f"{image_dir}/{names[kind + ' ' + ' '.join(chart)]}.svg", drawing)
 
+        kernel_commits = changes_page.by_commit(changes_page.drawn(kernel_changes))
         view = KernelView(
             kernel=kernel,
             title=kernel_runs["kernel_title"][0],
             sections=_kernel_sections(charted.get(kernel, {}), gpus, styles, image_dir, writer),
             histories=kernel_histories(kernel_series, kernel_changes, styles, draw_history),
-            change_points=[row for c in changes_page.by_commit(changes_page.drawn(kernel_changes)) for row in c.rows],
+            change_points=[row for c in kernel_commits for row in c.rows],
+            newest_change=kernel_commits[0] if kernel_commits else None,
+            latest=latest,
             smaller_changes=[row for c in changes_page.by_commit(changes_page.small(kernel_changes)) for row in c.rows],
             has_change_points=data.has_change_points,
             newest=newest.get(kernel, []),
@@ -111,7 +115,6 @@ def write_site(data: ReportData, folder: Path, footer: str) -> ReportSummary:
         "improved": changes.filter(pl.col("verdict") == "improved").height,
         "change_points": data.has_change_points,
     }
-    latest = newest_changes(data.series, data.noise, data.change_points, changes_page.commit_label)
     opening = changes_page.newest_section(site, latest)
     writer.text(INDEX, pages.overview(site, overview, _kernel_list(data, newest), _gpu_list(data), heatmaps, counts, opening))
     commits = changes_page.by_commit(changes)
