@@ -350,14 +350,14 @@ def test_a_kernel_page_opens_a_few_screens_tall_and_its_tables_fit_the_page(chro
 
 
 def main(site: Path) -> None:
-    """Print the layout of each kernel page and the changes page of a built report (the figures of docs/exports.md):
+    """Print the layout of the front page, each kernel page and the changes page of a built report (the figures of docs/exports.md):
     `python tests/test_report_chromium.py $(dirname $(python -m pipelines report))`."""
     import tempfile
 
     binary = _find_chromium()
     assert binary, "no chromium on PATH"
     print("page\tfirst view px\tall open px\twidest table px (all open)\tcontent px\tpage scrolls sideways")
-    for page in [*sorted((site / "kernels").glob("*.html")), site / "changes.html"]:
+    for page in [site / "index.html", *sorted((site / "kernels").glob("*.html")), site / "changes.html"]:
         with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
             layout = layout_of(binary, page, Path(profile))
         closed, opened = layout["closed"], layout["open"]
