@@ -276,3 +276,26 @@ def test_a_contributors_run_against_the_warehouse_judges_nothing_and_says_why(
     assert code == 3 and document["exit_code"] == 3
     assert {k["verdict"] for k in document["kernels"]} == {"no baseline"}
     assert document["scoreboard"] and document["history_holds"]
+
+
+def test_a_host_6_percent_slower_on_every_provider_is_named_and_passes(capsys, runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """Every speed of run1 6% slower (a slower machine): beyond the minimum effect, but the baseline provider moved
+    as much, so nothing that gates is slower, the host is named, and only the baseline providers are reported."""
+    run1, run2 = runs
+    with run1.open(newline="") as handle:
+        table = list(csv.reader(handle))
+    column = {name: i for i, name in enumerate(table[0])}
+    for row in table[1:]:
+        if row[column["metric_name"]] == "speed":
+            for quantile in ("y_value_50", "y_value_20", "y_value_80"):
+                row[column[quantile]] = repr(float(row[column[quantile]]) * 1.06)
+    contender = tmp_path / "benchmark.csv"
+    with contender.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(table)
+    code, out = judge(capsys, contender, run2)
+    document = json.loads(out)
+    assert code == 0
+    assert not [k for k in document["kernels"] if k["verdict"] == "slower" and k["gates"]]
+    (host,) = [m for m in document["messages"] if m.startswith("the host is")]
+    assert "~6" in host and "slower" in host and "speed" in host and "not counted against the branch" in host
+    assert document["headline"].startswith("PASS (exit 0): no kernel")

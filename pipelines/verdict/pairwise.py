@@ -37,6 +37,7 @@ from pipelines.verdict.contender import Contender, read_contender
 from pipelines.verdict.holds import history_holds
 from pipelines.verdict.launch_bound import WORK_SHARE, work_share
 from pipelines.verdict.scoreboard import scoreboard
+from pipelines.verdict.verdict import baseline_provider_messages, host_messages
 
 SERIES = judge.SERIES
 PAIR_POINTS = 8
@@ -71,8 +72,9 @@ class PairVerdict:
         return judge.EXIT_CODES[self.verdict]
 
     def messages(self) -> list[str]:
-        """What a reader must know beside the tables: files, runs left out, GPUs or series that did not pair."""
-        c, lines = self.contender, []
+        """What a reader must know beside the tables: a host change, slower baseline providers, files, runs left
+        out, GPUs or series that did not pair."""
+        c, lines = self.contender, [*host_messages(self.kernels), *baseline_provider_messages(self.kernels)]
         paired = self.runs.filter(pl.col("baseline_value").is_not_null()).height
         if not paired:
             gpus = sorted({g for b in self.baselines for g in b.gpus})

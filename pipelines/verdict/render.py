@@ -119,6 +119,8 @@ def headline(verdict: Any, markdown: bool = False) -> str:
     if code_ == 3:
         reasons = _top_reasons(kernels)
         return f"{title}: none of {kernels.height} kernels could be judged ({counts}){reasons}"
+    if _count(kernels, "slower"):  # only baseline providers: reported, never failed
+        return f"{title}: no kernel that gates is slower; {judged} of {kernels.height} kernels judged ({counts}; the slower are baseline providers)"
     return f"{title}: no kernel slower; {judged} of {kernels.height} kernels judged ({counts})"
 
 

@@ -76,10 +76,11 @@ class Verdict:
 
 
 def host_messages(kernels: pl.DataFrame) -> list[str]:
-    """Name a host change: on a GPU, most kernels of every provider moved the same way (see HOST_SHARE)."""
+    """Name a host change: on a GPU, most kernels of every provider moved the same way in one metric (see HOST_SHARE)."""
     lines = []
     moved = kernels.filter(pl.col("median_outside").is_not_null())
-    for (gpu,), group in moved.group_by("gpu_name", maintain_order=True):
+    # Per metric: a slower host moves every latency, not the memory a kernel allocates.
+    for (gpu, metric), group in moved.group_by("gpu_name", "metric", maintain_order=True):
         effects = group["median_outside"].to_list()
         if len(effects) < HOST_MIN_KERNELS:
             continue
@@ -89,7 +90,7 @@ def host_messages(kernels: pl.DataFrame) -> list[str]:
             word = "slower" if shift < 0 else "faster"
             providers = ", ".join(sorted(set(group["provider"].to_list())))
             lines.append(
-                f"the host is ~{abs(math.exp(-shift) - 1):.1%} {word} on every provider on {gpu} ({same_way} of {len(effects)} "
+                f"the host is ~{abs(math.exp(-shift) - 1):.1%} {word} on every provider on {gpu} ({metric}: {same_way} of {len(effects)} "
                 f"kernels moved that way: {providers}); not counted against the branch"
             )
     for row in kernels.filter(pl.col("host").is_not_null()).iter_rows(named=True):
@@ -105,10 +106,15 @@ def baseline_provider_messages(kernels: pl.DataFrame) -> list[str]:
     if slower.is_empty():
         return []
     named = ", ".join(
-        f"{r['provider']} {r['kernel']} {r['pass']} {r['metric']} ({r['geomean_ratio']:.2f}x)" for r in slower.head(8).iter_rows(named=True)
+        f"{r['provider']} {r['kernel']} {r['pass']} {r['metric']} ({_times(r['geomean_ratio'])})"
+        for r in slower.head(8).iter_rows(named=True)
     )
     more = f" and {slower.height - 8} more" if slower.height > 8 else ""
     return [f"{slower.height} baseline provider kernel(s) slower: {named}{more}; a baseline provider is reported, not failed"]
+
+
+def _times(ratio: float | None) -> str:
+    return "failed" if ratio is None else f"{ratio:.2f}x"
 
 
 def baselines_of(points: pl.DataFrame, starts: pl.DataFrame | None, series_noise: pl.DataFrame) -> pl.DataFrame:
