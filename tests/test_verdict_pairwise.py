@@ -48,14 +48,19 @@ def judge(capsys, contender: Path, *baselines: Path, fmt: str = "json", extra: t
     return code, capsys.readouterr().out
 
 
-def slowed(source: Path, target: Path, kernel: str, factor: float, provider: str = "liger") -> Path:
-    """`source` with `provider`'s speed of `kernel` times `factor` at every size (median and quantiles)."""
+def slowed(source: Path, target: Path, kernel: str | None, factor: float, provider: str | None = "liger") -> Path:
+    """`source` with `provider`'s speed of `kernel` times `factor` at every size (median and quantiles); None for
+    `kernel` or `provider`: every one."""
     with source.open(newline="") as handle:
         table = list(csv.reader(handle))
     column = {name: i for i, name in enumerate(table[0])}
     touched = 0
     for row in table[1:]:
-        if (row[column["kernel_name"]], row[column["kernel_provider"]], row[column["metric_name"]]) == (kernel, provider, "speed"):
+        if (
+            row[column["metric_name"]] == "speed"
+            and kernel in (None, row[column["kernel_name"]])
+            and provider in (None, row[column["kernel_provider"]])
+        ):
             for quantile in ("y_value_50", "y_value_20", "y_value_80"):
                 row[column[quantile]] = repr(float(row[column[quantile]]) * factor)
             touched += 1
@@ -282,16 +287,7 @@ def test_a_host_6_percent_slower_on_every_provider_is_named_and_passes(capsys, r
     """Every speed of run1 6% slower (a slower machine): beyond the minimum effect, but the baseline provider moved
     as much, so nothing that gates is slower, the host is named, and only the baseline providers are reported."""
     run1, run2 = runs
-    with run1.open(newline="") as handle:
-        table = list(csv.reader(handle))
-    column = {name: i for i, name in enumerate(table[0])}
-    for row in table[1:]:
-        if row[column["metric_name"]] == "speed":
-            for quantile in ("y_value_50", "y_value_20", "y_value_80"):
-                row[column[quantile]] = repr(float(row[column[quantile]]) * 1.06)
-    contender = tmp_path / "benchmark.csv"
-    with contender.open("w", newline="") as handle:
-        csv.writer(handle, lineterminator="\n").writerows(table)
+    contender = slowed(run1, tmp_path / "benchmark.csv", None, 1.06, provider=None)
     code, out = judge(capsys, contender, run2)
     document = json.loads(out)
     assert code == 0
