@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 from conftest import HEADER, build_warehouse, liger_row
 
-from pipelines.ingest import parse, parse_header
-from pipelines.ingest.parse_fast import FastPathRefused
+from pipelines.ingest.parse import header as parse_header
+from pipelines.ingest.parse import records as parse
+from pipelines.ingest.parse.fast import FastPathRefused
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 # (the row, the words its reason must hold); every row its own run (its own x value).

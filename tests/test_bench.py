@@ -18,16 +18,17 @@ from polars.testing import assert_frame_equal
 
 from bench import synthetic
 from bench.report import TARGETS
-from pipelines.assemble import external_sort, run_identity, tables
-from pipelines.assemble.build import TABLE_NAMES, build_tables
-from pipelines.assemble.history import History
+from pipelines.assemble import assembly as tables
+from pipelines.assemble import external_sort, run_identity
+from pipelines.assemble.snapshot_history import History
+from pipelines.assemble.tables_build import TABLE_NAMES, build_tables
 from pipelines.core import schemas, settings
 from pipelines.core.background import ahead
 from pipelines.core.layout import Layout
 from pipelines.core.settings import for_source
-from pipelines.duck import database_build
-from pipelines.ingest import parse_fast
+from pipelines.ingest.parse import fast as parse_fast
 from pipelines.ingest.steps import stage_new, sync
+from pipelines.statistics import database_build
 from pipelines.storage import store
 
 # Slow tier (the benchmark end to end, each phase a process of its own): `pytest -m 'not slow'` leaves these out.

@@ -15,10 +15,10 @@ from test_exact_rebuild import NOT_UTF8, VARIANTS
 
 from bench.reader import CANDIDATES, candidate_records
 from pipelines.core import settings
-from pipelines.ingest.parse import iter_records
-from pipelines.ingest.parse_fast import FastPathRefused
-from pipelines.ingest.parse_header import NotLigerCsv, read_header
-from pipelines.ingest.parse_layout import Layout
+from pipelines.ingest.parse.fast import FastPathRefused
+from pipelines.ingest.parse.header import NotLigerCsv, read_header
+from pipelines.ingest.parse.record_layout import RecordLayout
+from pipelines.ingest.parse.records import iter_records
 
 
 @pytest.mark.slow
@@ -37,8 +37,8 @@ def test_the_reader_benchmark_runs_at_a_tiny_size(tmp_path):
         assert figures[f"{reader}_ratio"] > 0 and figures[f"{reader}_cpu_ratio"] > 0 and figures[f"{reader}_bare_ratio"] > 0
 
 
-def _read(records) -> tuple[pl.DataFrame | None, Layout | None]:
-    layout = Layout()
+def _read(records) -> tuple[pl.DataFrame | None, RecordLayout | None]:
+    layout = RecordLayout()
     try:
         return pl.concat(list(records(layout))), layout
     except FastPathRefused:

@@ -20,7 +20,7 @@ import test_security
 
 from pipelines.__main__ import main
 from pipelines.core import settings
-from pipelines.duck import db
+from pipelines.statistics import db
 from pipelines.storage import store
 
 CSV_FILE = "all_benchmark_data.csv"

@@ -123,7 +123,7 @@ def test_a_url_source_is_read_once_per_run_and_a_stalled_one_fails_within_one_de
 
     from local_http import send_bytes, serving
 
-    from pipelines.ingest import source_csv
+    from pipelines.ingest.source import csv_source as source_csv
 
     body = liger_csv(liger_row()).encode()
     gets: list[str] = []
@@ -155,7 +155,7 @@ def test_a_csv_file_appended_to_then_edited_keeps_its_first_values_and_order(tmp
     appended rows are new runs; a value edited later is a conflict against the first, which stays."""
     from conftest import build_warehouse
 
-    from pipelines.assemble.build import build_tables
+    from pipelines.assemble.tables_build import build_tables
     from pipelines.core.settings import for_source
     from pipelines.ingest.steps import stage_new, sync
     from pipelines.storage import store

@@ -16,14 +16,16 @@ import polars as pl
 import pytest
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
-from pipelines.assemble import checks, tables
-from pipelines.assemble.build import TABLE_NAMES, build_tables
+from pipelines.assemble import assembly as tables
+from pipelines.assemble import checks
+from pipelines.assemble.tables_build import TABLE_NAMES, build_tables
 from pipelines.core import layout, settings
 from pipelines.core.settings import for_source
-from pipelines.duck import db, publish
 from pipelines.ingest import staging
+from pipelines.ingest.source.upstream_changes import check_upstream
 from pipelines.ingest.steps import recorded_listing, stage_new, sync
-from pipelines.ingest.upstream_changes import check_upstream
+from pipelines.statistics import database_publish as publish
+from pipelines.statistics import db
 from pipelines.storage import store
 
 # Slow tier (every kind of damage to every file, each followed by the next run): `pytest -m 'not slow'` leaves these out.

@@ -19,7 +19,7 @@ from robustness_tally import trial
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.assets import raw_snapshots, upstream_source
 from pipelines.defs.tables.assets import warehouse_tables
-from pipelines.ingest.parse_header import Header
+from pipelines.ingest.parse.header import Header
 from pipelines.ingest.staging import drift_warnings
 from pipelines.orchestration.materialize import ingest
 

@@ -18,7 +18,8 @@ import pytest
 from statistics_warehouse import BASELINES, fixture_runs, write_warehouse
 
 from pipelines.core import column_docs, layout, settings
-from pipelines.duck import db, publish
+from pipelines.statistics import database_publish as publish
+from pipelines.statistics import db
 
 pytest_plugins = ["statistics_warehouse"]
 

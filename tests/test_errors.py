@@ -21,7 +21,7 @@ from pipelines.__main__ import build_parser
 from pipelines.cli import cli_errors
 from pipelines.core import settings
 from pipelines.ingest.source import open_source
-from pipelines.ingest.source_types import CacheDiskFull
+from pipelines.ingest.source.listing import CacheDiskFull
 
 # test_security's two-run warehouse with its database, built once per module.
 small_database = test_security.small_database
@@ -250,7 +250,7 @@ def test_an_interrupt_is_one_line_and_exit_130_and_keeps_the_warehouse(tmp_path,
     import signal
     import time
 
-    from pipelines.assemble.build import TABLE_NAMES
+    from pipelines.assemble.tables_build import TABLE_NAMES
 
     repo = UpstreamRepo(tmp_path / "upstream")
     repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface"))}, "one")

@@ -12,7 +12,11 @@ from conftest import HEADER, UpstreamRepo, build_warehouse, git, liger_row
 
 from pipelines.__main__ import main
 from pipelines.exports import liger_csv
-from pipelines.ingest import parse, parse_fast, parse_header, parse_layout, staging
+from pipelines.ingest import staging
+from pipelines.ingest.parse import fast as parse_fast
+from pipelines.ingest.parse import header as parse_header
+from pipelines.ingest.parse import record_layout as parse_layout
+from pipelines.ingest.parse import records as parse
 
 
 def test_every_real_snapshot_rebuilds_to_its_content_sha256(real_warehouse: Path):
@@ -141,7 +145,7 @@ def test_the_fast_reader_takes_a_regular_file_whatever_its_ends(variant: str):
     # The BOM, the line end and what follows the last row need no careful reading (a 10M-row file without
     # its final newline stays on the fast path).
     data = VARIANTS[variant]
-    layout = parse_layout.Layout()
+    layout = parse_layout.RecordLayout()
     frames = list(parse.iter_records(data, parse_header.read_header(data), layout=layout))
     assert sum(f.height for f in frames) == data.count(b"rms_norm")
     assert layout.lines == {} and layout.inexact is None

@@ -13,8 +13,8 @@ import pytest
 from fault_harness import History, assert_valid, leftovers, same_tables, start_ingest, start_materialize
 from robustness_tally import trial
 
-from pipelines.assemble.build import TABLE_NAMES
-from pipelines.duck import db
+from pipelines.assemble.tables_build import TABLE_NAMES
+from pipelines.statistics import db
 
 # Slow tier (faults injected into whole ingests in processes of their own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow

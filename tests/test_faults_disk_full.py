@@ -89,7 +89,7 @@ def test_disk_full_in_the_middle_of_any_parquet_write(history, tmp_path):
     [
         ("pipelines.storage.store.write_bytes_atomic", layout.MANIFEST),
         ("pipelines.storage.store.write_bytes_atomic", "_source.json"),
-        ("pipelines.duck.database_build._create_statistics", None),
+        ("pipelines.statistics.database_build._create_statistics", None),
     ],
     ids=["build manifest", "source listing", "database build"],
 )

@@ -13,8 +13,8 @@ from fault_harness import DATA, History, assert_valid, ingest_now, same_tables
 from robustness_tally import trial
 
 from pipelines.ingest.source import open_source
-from pipelines.ingest.source_git import GitSource
-from pipelines.ingest.source_types import SourceError
+from pipelines.ingest.source.git_source import GitSource
+from pipelines.ingest.source.listing import SourceError
 
 # Slow tier (faults injected into whole ingests): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
@@ -126,7 +126,7 @@ def test_the_project_repository_is_never_touched_through_a_broken_clone(tmp_path
 
 @pytest.fixture
 def fast_retries(monkeypatch):
-    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source.retry.BACKOFF_SECONDS", 0.01)
     # No network: an https source fails at once instead of waiting on DNS.
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "http.proxy")

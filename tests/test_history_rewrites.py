@@ -12,10 +12,10 @@ import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.assemble.build import TablesReport, build_tables
+from pipelines.assemble.tables_build import TablesReport, build_tables
 from pipelines.core.settings import for_source
 from pipelines.exports.liger_csv import latest_snapshots, rebuild, resolve_snapshot
-from pipelines.ingest.source_types import ShallowSource, SourceError
+from pipelines.ingest.source.listing import ShallowSource, SourceError
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 
@@ -182,7 +182,7 @@ def test_an_orphan_force_push_that_changes_values_names_how_many_and_which_kerne
     runs = table(warehouse, "runs")
     assert runs.filter(pl.col("provider") == "torch")["raw_y_value_50"].to_list() == ["0.85"]
     query = report.moved.split('`python -m pipelines sql "', 1)[1].split('"`', 1)[0]
-    from pipelines.duck import database_build, db
+    from pipelines.statistics import database_build, db
 
     database_build.build_database(warehouse, ("huggingface", "torch"))
     [(snapshot, reason)] = db.query(warehouse, query).rows

@@ -12,10 +12,10 @@ from report_reading import site_pages
 from test_materialize import load_defs
 
 from pipelines.core import display, metadata, settings
-from pipelines.duck import database_build
 from pipelines.exports import bmf
 from pipelines.exports.report import build_report, html, sweeps
 from pipelines.orchestration.materialize import ingest
+from pipelines.statistics import database_build
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 # Big enough that a page or picture named after it cannot be a file, and that a copy of it in the

@@ -11,10 +11,10 @@ import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
-from pipelines.assemble.build import TABLE_NAMES, build_tables
+from pipelines.assemble.tables_build import TABLE_NAMES, build_tables
 from pipelines.core.settings import for_source
-from pipelines.duck import database_build, db
 from pipelines.ingest.steps import stage_new, sync
+from pipelines.statistics import database_build, db
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -13,7 +13,7 @@ import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.core import instance, layout, settings, sql_files
-from pipelines.duck import db
+from pipelines.statistics import db
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 # What the build does not need: a checkout's data, caches and earlier builds.

@@ -17,9 +17,9 @@ from conftest import build_warehouse, liger_csv, liger_row
 from fault_harness import survivors
 
 from pipelines.assemble import checks
-from pipelines.assemble.build import TABLE_NAMES
+from pipelines.assemble.tables_build import TABLE_NAMES
 from pipelines.core import layout, settings
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 from pipelines.storage import store
 
 # Slow tier (materializations killed mid-write, each a process of its own): `pytest -m 'not slow'` leaves these out.

@@ -6,7 +6,7 @@ From the bottom:
     ingest                 upstream to staged snapshots
     assemble               staged snapshots to the SPEC tables
     series                 SPEC section 8 (noise, change points)
-    duck                   warehouse.duckdb
+    statistics             SPEC section 6 in warehouse.duckdb
     verdict                a contender judged against the history
     exports                NDJSON, the Liger CSVs, BMF, the report
     cli                    the command line's parts
@@ -20,6 +20,11 @@ A module imports only from its own layer or those below, `defs/` and `orchestrat
 modules import each other round a circle. Every import counts: at module level, inside a function and under
 TYPE_CHECKING (a type-only import still ties the lower layer to the higher one). Importing a submodule runs its
 package's `__init__` too; that implicit edge is left out, as every package would otherwise circle with its own.
+
+A stage never reaches into another's internals: what one stage imports of another is that stage's surface, the
+names its package (or subpackage) lists in `__all__`; a module named there is public whole. And every module's
+name is unique (`defs/<domain>/assets.py`, Dagster's convention, aside), so a name in a log or a traceback says
+which module it is.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ingest",),
     ("assemble",),
     ("series",),
-    ("duck",),
+    ("statistics",),
     ("verdict",),
     ("exports",),
     ("cli",),
@@ -136,6 +141,96 @@ def test_no_import_circle():
     assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
 
 
+# The stages: each may use of another only what that one's package lists in __all__. core and storage are the shared
+# vocabulary (every module public); cli, defs and orchestration are the wiring that calls the stages.
+STAGES = ("ingest", "assemble", "series", "statistics", "verdict", "exports")
+
+
+def surface(root: Path, package: str) -> set[str] | None:
+    """The names `package`'s __init__ lists in `__all__` (None when it is not a package of `root`)."""
+    init = root.parent.joinpath(*package.split("."), "__init__.py")
+    if not init.is_file():
+        return None
+    for node in ast.parse(init.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def internal_imports(root: Path) -> list[str]:
+    """Imports by one stage of another's names or modules its packages do not list in `__all__`."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if len(parts) < 2 or parts[1] not in STAGES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith(root.name + "."):
+                continue
+            target = node.module.split(".")
+            if target[1] not in STAGES or target[1] == parts[1]:
+                continue
+            names = surface(root, node.module)
+            if names is None:  # `from pipelines.ingest.staging import x`: a module, public when its package names it
+                package, module = node.module.rpartition(".")[::2]
+                if module in (surface(root, package) or set()):
+                    continue
+                names = set()
+            hidden = sorted(alias.name for alias in node.names if alias.name not in names)
+            if hidden:
+                found.append(f"{'.'.join(parts)} imports {', '.join(hidden)} from {node.module}: not in its __all__")
+    return found
+
+
+def duplicate_names(root: Path) -> list[str]:
+    """Module names (a file's stem; a package's own) given to more than one module outside defs/."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if relative.parts[0] == "defs" or path.name == "__main__.py":
+            continue
+        name = path.parent.name if path.name == "__init__.py" else path.stem
+        seen.setdefault(name, []).append(str(relative))
+    return [f"{name}: {', '.join(paths)}" for name, paths in sorted(seen.items()) if len(paths) > 1 and name != root.name]
+
+
+def test_no_stage_reaches_into_another_stages_internals():
+    found = internal_imports(PACKAGE)
+    assert not found, "imports of another stage's internals (use its package's surface, or list the name in its __all__):\n" + "\n".join(
+        found
+    )
+
+
+def test_every_module_name_is_unique_outside_defs():
+    found = duplicate_names(PACKAGE)
+    assert not found, "module names used twice (rename one):\n" + "\n".join(found)
+
+
+def test_the_surface_and_name_checks_see_a_reach_into_internals_and_a_repeated_name(tmp_path):
+    root = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "ingest/__init__.py": '__all__ = ["staging"]\n',
+            "ingest/staging.py": "",
+            "ingest/parse/__init__.py": 'from pipelines.ingest.parse.header import read_header\n__all__ = ["read_header"]\n',
+            "ingest/parse/header.py": "def read_header(): ...\nUTF = 1\n",
+            "assemble/__init__.py": "",
+            "assemble/fine.py": "from pipelines.ingest.parse import read_header\nfrom pipelines.ingest.staging import x\nfrom pipelines.core import y\n",
+            "assemble/reach.py": "from pipelines.ingest.parse.header import UTF\nfrom pipelines.ingest.parse import UTF\n",
+            "exports/header.py": "",
+            "defs/a/assets.py": "",
+            "defs/b/assets.py": "",
+        },
+    )
+    assert internal_imports(root) == [
+        "pipelines.assemble.reach imports UTF from pipelines.ingest.parse.header: not in its __all__",
+        "pipelines.assemble.reach imports UTF from pipelines.ingest.parse: not in its __all__",
+    ]
+    assert duplicate_names(root) == ["header: exports/header.py, ingest/parse/header.py"]
+
+
 def top_level_imports(path: Path, root: Path) -> set[str]:
     """The top-level names `path` (under `root`) imports, wherever the import sits: `bench` for
     `from bench.report import TARGETS`; a relative import names `root` itself."""
@@ -200,10 +295,10 @@ def tree(tmp_path):
             "core/__init__.py": "",
             "core/errors.py": "class UserError(Exception): ...\n",
             "ingest/__init__.py": "",
-            "ingest/steps.py": "from pipelines.ingest import pool\n\ndef later():\n    from pipelines.assemble.tables import build\n",
+            "ingest/steps.py": "from pipelines.ingest import pool\n\ndef later():\n    from pipelines.assemble.assembly import build\n",
             "ingest/pool.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .steps import later\n",
             "assemble/__init__.py": "",
-            "assemble/tables.py": "from ..core.errors import UserError\n\ndef build(): ...\n",
+            "assemble/assembly.py": "from ..core.errors import UserError\n\ndef build(): ...\n",
             "cli/__init__.py": "",
             "cli/output.py": "from pipelines.core import errors\n",
             "defs/__init__.py": "",
@@ -215,10 +310,10 @@ def tree(tmp_path):
 def test_the_checks_find_an_upward_import_inside_a_function_and_an_import_of_cli(tree):
     assert upward_imports(graph(tree)) == [
         "pipelines.defs.assets imports pipelines.cli.output: the Dagster wiring never imports cli/ (move what it needs below)",
-        "pipelines.ingest.steps imports pipelines.assemble.tables: ingest is below assemble",
+        "pipelines.ingest.steps imports pipelines.assemble.assembly: ingest is below assemble",
     ]
 
 
 def test_the_checks_find_a_circle_made_by_a_type_only_relative_import(tree):
-    assert graph(tree)["pipelines.assemble.tables"] == {"pipelines.core.errors"}
+    assert graph(tree)["pipelines.assemble.assembly"] == {"pipelines.core.errors"}
     assert cycles(graph(tree)) == [["pipelines.ingest.pool", "pipelines.ingest.steps", "pipelines.ingest.pool"]]

@@ -33,7 +33,7 @@ GROWTH_LIMIT_MB = 150
 NORMALIZE = """
 import json, sys
 from pipelines.assemble import external_sort
-from pipelines.ingest import parse_fast
+from pipelines.ingest.parse import fast as parse_fast
 external_sort.BUCKET_ROWS, external_sort.FLUSH_ROWS, parse_fast.BATCH_BYTES = 10_000, 40_000, 2_000_000
 from bench.phases import _phase_normalize
 done = _phase_normalize(sys.argv[1], sys.argv[2])

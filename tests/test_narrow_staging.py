@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 from conftest import liger_csv, liger_row
 
-from pipelines.assemble import tables
+from pipelines.assemble import assembly as tables
 from pipelines.core import layout, schemas
 from pipelines.ingest import staging
-from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.normalize.distinct_cache import DistinctCache
+from pipelines.ingest.source.listing import SnapshotRef
 
 CONFIGS = ('{"M": 2048, "dtype": "torch.bfloat16"}', '{"M": 4096, "mode": "full"}', '{"B": 2, "seq_len": 128}')
 

@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 from conftest import HEADER, liger_csv, liger_row
 
-from pipelines.assemble import tables
+from pipelines.assemble import assembly as tables
 from pipelines.core.canonical import digest
 from pipelines.ingest import staging
-from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.normalize.distinct_cache import DistinctCache
+from pipelines.ingest.source.listing import SnapshotRef
 
 
 def ingest_texts(warehouse: Path, versions: list[tuple[str, str]], file_name: str = "data.csv") -> dict[str, pl.DataFrame]:

@@ -12,12 +12,13 @@ import pytest
 from conftest import FILE_GLOB, build_warehouse, git, liger_csv, liger_row
 from dagster._core.storage.defs_state.base import DefsStateStorage
 
-from pipelines.assemble import build, checks
+from pipelines.assemble import checks
+from pipelines.assemble import tables_build as build
 from pipelines.core.settings import read
 from pipelines.defs.resources import Warehouse, built_from
 from pipelines.defs.source.schedules import daily_ingest, ingest_everything
 from pipelines.defs.source.sensors import upstream_data_sensor
-from pipelines.ingest.upstream_changes import SENSOR_CACHE
+from pipelines.ingest.source.upstream_changes import SENSOR_CACHE
 from pipelines.orchestration.materialize import ingest
 from pipelines.orchestration.sensor_cursor import SensorCursor
 
@@ -282,7 +283,7 @@ def test_empty_warehouse_asks_for_a_run(upstream_repo, tmp_path):
 
 def test_unreachable_source_skips_the_tick_with_one_line_naming_it(tmp_path, monkeypatch):
     """Offline, a tick is skipped with the reason in one line, the cursor kept; it never fails with a stack."""
-    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source.retry.BACKOFF_SECONDS", 0.01)
     source = f"file://{tmp_path}/no-such-repo.git"
     warehouse = warehouse_resource(tmp_path / "w", source, tmp_path / "cache")
     cursor = SensorCursor("a" * 40).dump()
@@ -351,7 +352,7 @@ def test_schedule_registers_new_snapshots_and_asks_for_one_run_staging_them(setu
 
 
 def test_schedule_on_an_unreachable_source_asks_for_the_run_that_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source.retry.BACKOFF_SECONDS", 0.01)
     warehouse = warehouse_resource(tmp_path / "w", f"file://{tmp_path}/no-such-repo.git", tmp_path / "cache")
     with dg.instance_for_test() as instance:  # a schedule's context opens its instance by reference
         request = scheduled(warehouse, instance, 1)

@@ -93,7 +93,7 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     import polars as pl
     from polars.testing import assert_frame_equal
 
-    from pipelines.assemble.build import TABLE_NAMES, build_tables
+    from pipelines.assemble.tables_build import TABLE_NAMES, build_tables
     from pipelines.core.settings import for_source
     from pipelines.ingest import stage_pool
     from pipelines.ingest.steps import stage_new, sync

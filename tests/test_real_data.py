@@ -82,8 +82,8 @@ def test_ndjson_resources(real_warehouse):
 
 
 def test_cpo_loss_group_shows_liger_faster_than_huggingface(real_warehouse):
-    from pipelines.duck.database_build import build_database
-    from pipelines.duck.db import query
+    from pipelines.statistics.database_build import build_database
+    from pipelines.statistics.db import query
 
     build_database(real_warehouse, ["huggingface", "torch"])
     rows = query(

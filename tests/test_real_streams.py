@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.core import settings
 from pipelines.exports import liger_csv
-from pipelines.ingest.source_settings import git_streams
+from pipelines.ingest.source.configured import git_streams
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ from pipelines.__main__ import main
 from pipelines.core import layout, settings
 from pipelines.defs.exports.report import report as report_asset
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import database_build
 from pipelines.exports.report import build_report, changes_page
+from pipelines.statistics import database_build
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"

@@ -19,8 +19,8 @@ from conftest import build_warehouse, git, liger_csv, liger_row
 from report_reading import TITLE, Page
 
 from pipelines.core import settings
-from pipelines.duck import database_build
 from pipelines.exports.report import build_report, timeline
+from pipelines.statistics import database_build
 
 pytest_plugins = ["report_reading"]
 VIEWPORT = (1280, 900)

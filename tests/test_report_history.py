@@ -14,14 +14,15 @@ import pytest
 from conftest import git, liger_csv, liger_row
 from report_reading import SVG, Page, TableReader, read_svg, site_pages, svg_texts
 
-from pipelines.assemble.build import build_tables
+from pipelines.assemble.tables_build import build_tables
 from pipelines.core import settings
 from pipelines.core.settings import for_source
-from pipelines.duck import database_build, db
-from pipelines.exports.report import build_report, changes_page, history, history_site, html, implementations
+from pipelines.exports.report import build_report, changes_page, history_site, html, implementations
+from pipelines.exports.report import history_charts as history
 from pipelines.exports.report.style import BASELINE, GRID, INK
 from pipelines.exports.report.timeline import IMPROVED, REGRESSED
 from pipelines.ingest.steps import stage_new, sync
+from pipelines.statistics import database_build, db
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"

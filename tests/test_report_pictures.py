@@ -9,9 +9,10 @@ import re
 import pytest
 from report_reading import SVG, assert_drawn_inside, column, dots, path_points, read_svg, shapes, svg_texts
 
-from pipelines.duck import db
-from pipelines.exports.report import heatmaps, history, sweeps, timeline
+from pipelines.exports.report import heatmaps, sweeps, timeline
+from pipelines.exports.report import history_charts as history
 from pipelines.exports.report.implementations import Style
+from pipelines.statistics import db
 
 pytest_plugins = ["report_reading"]
 

@@ -9,8 +9,9 @@ import re
 
 from report_reading import TITLE, TableReader, column
 
-from pipelines.duck import db
-from pipelines.exports.report import build, changes_page, html, is_stale, pages
+from pipelines.exports.report import changes_page, html, is_stale, pages
+from pipelines.exports.report import report_build as build
+from pipelines.statistics import db
 
 pytest_plugins = ["report_reading"]
 

@@ -17,10 +17,10 @@ from robustness_tally import trial
 
 from pipelines.__main__ import main
 from pipelines.core import settings
-from pipelines.duck import database_build, db
 from pipelines.ingest.source import open_source
-from pipelines.ingest.source_git import GitSource
-from pipelines.ingest.source_types import SourceError
+from pipelines.ingest.source.git_source import GitSource
+from pipelines.ingest.source.listing import SourceError
+from pipelines.statistics import database_build, db
 
 pytest_plugins = ["robustness_report"]
 
@@ -30,7 +30,7 @@ PWNED = "pwned-by-liger-test"
 
 @pytest.fixture
 def fast_retries(monkeypatch):
-    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source.retry.BACKOFF_SECONDS", 0.01)
 
 
 def no_side_effects(folder: Path) -> None:

@@ -8,7 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from pipelines.series import cause, change_points, noise
+from pipelines.series import cause, change_points
+from pipelines.series import series_noise as noise
 
 
 def noisy(levels: list[float], sigma: float, seed: int = 1) -> list[float]:

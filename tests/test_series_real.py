@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 pytestmark = pytest.mark.slow
 

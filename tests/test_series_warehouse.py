@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from statistics_warehouse import BASELINES, rows, run, write_warehouse
 
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
 

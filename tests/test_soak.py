@@ -25,9 +25,9 @@ from test_webserver import instance_home
 
 from pipelines.__main__ import main
 from pipelines.assemble import checks
-from pipelines.assemble.build import TABLE_NAMES
+from pipelines.assemble.tables_build import TABLE_NAMES
 from pipelines.core import settings
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"

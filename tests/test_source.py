@@ -9,10 +9,10 @@ import pytest
 from conftest import FILE_GLOB, git, liger_csv, liger_row
 
 from pipelines.ingest.source import open_source
-from pipelines.ingest.source_address import classify
-from pipelines.ingest.source_csv import CsvSource
-from pipelines.ingest.source_git import GitSource
-from pipelines.ingest.source_types import SourceError
+from pipelines.ingest.source.address import classify
+from pipelines.ingest.source.csv_source import CsvSource
+from pipelines.ingest.source.git_source import GitSource
+from pipelines.ingest.source.listing import SourceError
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 
@@ -76,7 +76,7 @@ def test_deleted_file_is_not_at_head(upstream_repo, tmp_path):
 
 @pytest.mark.slow
 def test_unreachable_git_source_is_one_clear_line(tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source.retry.BACKOFF_SECONDS", 0.01)
     source = GitSource("file:///nonexistent/liger.git", tmp_path / "cache", "main", FILE_GLOB)
     with pytest.raises(SourceError) as raised:
         source.sync()
@@ -183,8 +183,8 @@ def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatc
 
     from local_http import serving
 
-    monkeypatch.setattr("pipelines.ingest.source_csv.DOWNLOAD_DEADLINE_SECONDS", 1)
-    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source.csv_source.DOWNLOAD_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.ingest.source.retry.BACKOFF_SECONDS", 0.01)
     body = liger_csv(liger_row()).encode()
 
     def trickle(handler):
@@ -207,8 +207,8 @@ def test_a_trickling_csv_url_fails_at_the_download_deadline(tmp_path, monkeypatc
 def test_a_git_remote_that_never_answers_fails_at_the_deadline(tmp_path, monkeypatch):
     import socket
 
-    monkeypatch.setattr("pipelines.ingest.source_git.LS_REMOTE_DEADLINE_SECONDS", 1)
-    monkeypatch.setattr("pipelines.ingest.source_git.GIT_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.ingest.source.git_source.LS_REMOTE_DEADLINE_SECONDS", 1)
+    monkeypatch.setattr("pipelines.ingest.source.git_source.GIT_DEADLINE_SECONDS", 1)
     with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
@@ -269,7 +269,7 @@ def test_a_submodule_at_a_data_path_is_not_a_snapshot(upstream_repo, tmp_path):
 
 
 def test_an_unknown_branch_says_so_and_names_liger_branch(upstream_repo, tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.ingest.source_retry.BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr("pipelines.ingest.source.retry.BACKOFF_SECONDS", 0.01)
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     source = GitSource(str(upstream_repo.path), tmp_path / "cache", "nope", FILE_GLOB)
     with pytest.raises(SourceError) as raised:
@@ -283,7 +283,7 @@ def test_the_sensor_refuses_another_source_too(upstream_repo, tmp_path):
     from conftest import UpstreamRepo, build_warehouse
 
     from pipelines.core.settings import for_source
-    from pipelines.ingest.upstream_changes import check_upstream
+    from pipelines.ingest.source.upstream_changes import check_upstream
 
     upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
     other = UpstreamRepo(tmp_path / "other")
@@ -308,7 +308,7 @@ def test_a_header_over_64_kib_is_read_whole(upstream_repo, tmp_path):
 def test_a_header_longer_than_the_limit_is_refused_with_its_reason(monkeypatch):
     from conftest import HEADER
 
-    from pipelines.ingest import parse_header
+    from pipelines.ingest.parse import header as parse_header
 
     monkeypatch.setattr(parse_header, "MAX_HEADER_BYTES", 1000)
     data = f"{HEADER},{'y' * 2000}\n{liger_row()},v\n".encode()

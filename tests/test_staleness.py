@@ -15,11 +15,12 @@ from dagster._core.definitions.data_version import CachingStaleStatusResolver, S
 from dagster._core.loader import LoadingContextForTest
 from test_materialize import DATA, load_defs, staged
 
-from pipelines.assemble import build as tables_build
+from pipelines.assemble import tables_build
 from pipelines.core import code_version, layout, sql_files
-from pipelines.duck import db, versions
-from pipelines.exports.report import build as report_build
+from pipelines.exports.report import report_build
 from pipelines.orchestration.materialize import ingest
+from pipelines.statistics import db
+from pipelines.statistics import statistic_versions as versions
 from pipelines.storage import builds
 
 # The definitions' modules, which set each asset's code version when they are imported.
@@ -85,18 +86,18 @@ def data_versions(definitions: dg.Definitions, instance: dg.DagsterInstance) -> 
 
 def test_a_module_change_is_a_new_normalizer_version(monkeypatch, tmp_path):
     before = code_version.code_version(["pipelines.ingest.staging"])
-    changed_module(monkeypatch, tmp_path, "pipelines.ingest.normalize_rules")
+    changed_module(monkeypatch, tmp_path, "pipelines.ingest.normalize.rules")
     assert code_version.code_version(["pipelines.ingest.staging"]) != before
     assert code_version.code_version(["pipelines.exports.bmf"]) == code_version.code_version(["pipelines.exports.bmf"])
 
 
 def test_a_comment_or_docstring_changes_no_code_version(monkeypatch, tmp_path):
     """Issue 30: a comment anywhere restages nothing; reflowed docstrings and blank lines neither."""
-    entries = ["pipelines.ingest.staging", "pipelines.assemble.build", "pipelines.exports.report.build"]
+    entries = ["pipelines.ingest.staging", "pipelines.assemble.tables_build", "pipelines.exports.report.report_build"]
     before = {entry: code_version.code_version([entry]) for entry in entries}
     known = code_version.modules()
     edited = {}
-    for module in ("pipelines.core.layout", "pipelines.ingest.normalize_rules", "pipelines.exports.report.svg"):
+    for module in ("pipelines.core.layout", "pipelines.ingest.normalize.rules", "pipelines.exports.report.svg"):
         source = known[module].read_text()
         copy = tmp_path / f"{module}.py"
         # A comment line, a blank line, and each docstring's text changed: no statement changed.

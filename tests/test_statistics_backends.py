@@ -12,7 +12,7 @@ from statistics_warehouse import BASELINES, GEGLU, rows, run, two_file_runs, wri
 
 from pipelines.__main__ import main
 from pipelines.cli import cli_queries
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
 

@@ -16,7 +16,7 @@ from statistics_warehouse import BASELINES, fixture_runs, run, write_warehouse
 from pipelines.__main__ import main
 from pipelines.cli import cli_queries
 from pipelines.core import settings
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
 

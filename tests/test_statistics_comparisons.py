@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from statistics_warehouse import HF_OVER_LIGER, SWEEP_SEQ, by_provider, fixture_runs, group_of, rows, sigma, write_warehouse
 
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
 

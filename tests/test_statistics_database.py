@@ -17,7 +17,7 @@ from test_duckdb_file import bit_rot
 from pipelines.core import column_docs, schemas, sql_files
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
 

@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from conftest import FILE_GLOB, UpstreamRepo, git, liger_csv, liger_row
 
-from pipelines.assemble.build import build_tables
+from pipelines.assemble.tables_build import build_tables
 from pipelines.core.settings import Settings, for_source
-from pipelines.ingest.source_types import BranchNotFound
+from pipelines.ingest.source.listing import BranchNotFound
 from pipelines.ingest.steps import stage_new, sync
 from pipelines.storage import store
 

@@ -16,9 +16,9 @@ from conftest import UpstreamRepo, build_warehouse, liger_csv, liger_row
 from pipelines.__main__ import main
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.verdict.jobs import verdict_job
-from pipelines.duck import database_build
+from pipelines.statistics import database_build
 from pipelines.verdict import judge
-from pipelines.verdict.verdict import BASELINE_POINTS
+from pipelines.verdict.against_history import BASELINE_POINTS
 
 GPU = "NVIDIA A100-SXM4-80GB"
 OTHER_GPU = "NVIDIA H100 80GB HBM3"

@@ -16,10 +16,9 @@ from conftest import UpstreamRepo, build_warehouse, liger_csv, liger_row
 
 from bench import verdict as bench_verdict
 from pipelines.__main__ import main
-from pipelines.duck import database_build
-from pipelines.verdict import judge, level
-from pipelines.verdict import noise as verdict_noise
-from pipelines.verdict.verdict import Verdict
+from pipelines.statistics import database_build
+from pipelines.verdict import judge, level, verdict_noise
+from pipelines.verdict.against_history import Verdict
 
 GPU = "NVIDIA H100 80GB HBM3"
 SHAPES = (1024, 2048, 4096, 8192, 16384, 32768)
@@ -146,7 +145,7 @@ def test_liger_slower_than_the_host_fails(capsys, warehouse: Path, tmp_path: Pat
 
 def test_below_the_minimum_effect_is_same_and_the_setting_moves_it(warehouse: Path, tmp_path: Path) -> None:
     """7% slower at every shape is beyond a 1% noise and the default 5%: `slower`; with a minimum effect of 10%, `same`."""
-    from pipelines.verdict.verdict import judge_contender
+    from pipelines.verdict.against_history import judge_contender
 
     path = tmp_path / "benchmark.csv"
     path.write_text(liger_csv(*rows("2025-02-01", values(COMMITS, {"liger": 1.07}))))

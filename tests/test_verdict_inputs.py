@@ -11,7 +11,7 @@ import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.__main__ import main
-from pipelines.core.backends import backend_of, contender_backend
+from pipelines.core.kernel_backends import backend_of, contender_backend
 from pipelines.verdict import judge
 
 GPU = "NVIDIA H200"

@@ -22,7 +22,7 @@ from conftest import SHARED, build_warehouse, require_real
 from pipelines.__main__ import main
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.verdict.jobs import verdict_job
-from pipelines.duck import database_build
+from pipelines.statistics import database_build
 from pipelines.verdict.contender import read_contender
 from pipelines.verdict.launch_bound import launch_bound, work_share
 from pipelines.verdict.scoreboard import scoreboard

@@ -22,7 +22,7 @@ import pytest
 from conftest import build_warehouse, git
 
 from pipelines.__main__ import main
-from pipelines.duck import database_build
+from pipelines.statistics import database_build
 
 RERUN = "benchmarks/0a62700/benchmark.csv"
 TWIN = "benchmarks/0a62700-v0.6.4/benchmark.csv"

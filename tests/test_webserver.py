@@ -19,7 +19,7 @@ import pytest
 from conftest import liger_csv, liger_row
 
 from pipelines.core import settings
-from pipelines.duck import db
+from pipelines.statistics import db
 
 # Slow tier (the Dagster webserver and daemon in processes of their own): `pytest -m 'not slow'` leaves these out.
 pytestmark = pytest.mark.slow
