@@ -2,5 +2,5 @@
 
 from pipelines.assemble.conflicts import COMPARED
 
-# What other stages may use (tests/test_layers.py holds every stage to its neighbours' __all__).
+# What other stages may use (tests/core/test_layers.py holds every stage to its neighbours' __all__).
 __all__ = ["COMPARED"]

@@ -7,7 +7,7 @@ A module counts by what it does, not how it is written down: its digest is that 
 comments, docstrings, line numbers or formatting, so a comment or a reflowed docstring restages nothing. A SQL
 file counts whole: its header comment is the table's comment in warehouse.duckdb, which is data.
 
-The same import graph is what `tests/test_layers.py` checks the layers against.
+The same import graph is what `tests/core/test_layers.py` checks the layers against.
 """
 
 from __future__ import annotations

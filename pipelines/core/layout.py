@@ -29,7 +29,7 @@ copy, `sensor/`, is named by `ingest/source/upstream_changes.py`.)
 
 `Layout(root)` gives each path of one warehouse; the module's names give the same paths relative to a folder, for
 the places that write them into a build's or a staged snapshot's temporary folder. Nothing else in `pipelines/`
-spells these names (tests/test_layout.py checks it). Standard library only: every layer may import it.
+spells these names (tests/core/test_layout.py checks it). Standard library only: every layer may import it.
 """
 
 from __future__ import annotations

@@ -6,5 +6,5 @@ from pipelines.ingest.normalize.distinct_cache import DistinctCache
 from pipelines.ingest.normalize.rules import UNIT_CONVERSIONS
 from pipelines.ingest.normalize.snapshot_rows import normalize
 
-# What other stages may use (tests/test_layers.py holds every stage to its neighbours' __all__).
+# What other stages may use (tests/core/test_layers.py holds every stage to its neighbours' __all__).
 __all__ = ["SOURCES", "UNIT_CONVERSIONS", "DistinctCache", "describe", "normalize"]

@@ -6,5 +6,5 @@ from pipelines.ingest.parse.header import UTF8_BOM, NotLigerCsv, read_header
 from pipelines.ingest.parse.record_layout import RecordLayout, render
 from pipelines.ingest.parse.records import iter_records
 
-# What other stages may use (tests/test_layers.py holds every stage to its neighbours' __all__).
+# What other stages may use (tests/core/test_layers.py holds every stage to its neighbours' __all__).
 __all__ = ["UTF8_BOM", "FastPathRefused", "NotLigerCsv", "RecordLayout", "iter_records", "read_header", "render"]

@@ -16,7 +16,7 @@ from pipelines.ingest.source.listing import Listing
 from pipelines.ingest.source.streams import GitStreams
 
 Source = GitSource | GitStreams | CsvSource
-# What other stages may use (tests/test_layers.py holds every stage to its neighbours' __all__).
+# What other stages may use (tests/core/test_layers.py holds every stage to its neighbours' __all__).
 __all__ = ["Listing", "Source", "open_source"]
 
 

@@ -351,7 +351,7 @@ def test_a_kernel_page_opens_a_few_screens_tall_and_its_tables_fit_the_page(chro
 
 def main(site: Path) -> None:
     """Print the layout of the front page, each kernel page and the changes page of a built report (the figures of docs/exports.md):
-    `python tests/test_report_chromium.py $(dirname $(python -m pipelines report))`."""
+    `PYTHONPATH=tests python tests/exports/test_report_chromium.py $(dirname $(python -m pipelines report))`."""
     import tempfile
 
     binary = _find_chromium()

@@ -128,7 +128,7 @@ def _circle(edges: dict[str, set[str]], group: set[str]) -> list[str]:
 
 def test_every_module_has_a_layer():
     unplaced = sorted({layer(module) for module in modules()} - RANK.keys())
-    assert not unplaced, f"give these a layer in LAYERS (tests/test_layers.py) and docs/layout.md: {unplaced}"
+    assert not unplaced, f"give these a layer in LAYERS (tests/core/test_layers.py) and docs/layout.md: {unplaced}"
 
 
 def test_no_module_imports_from_a_layer_above_it_or_from_cli():
@@ -249,7 +249,7 @@ def importers_of(root: Path, names: set[str]) -> list[str]:
 
 
 # The suite's modules import each other by their bare names (`from conftest import liger_row`), tests/ being on sys.path.
-TEST_MODULES = {"tests"} | {path.stem for path in (PACKAGE.parent / "tests").glob("*.py")}
+TEST_MODULES = {"tests"} | {path.stem for path in (PACKAGE.parent / "tests").rglob("*.py")}
 
 
 def test_the_library_never_imports_its_benchmark_tools():
