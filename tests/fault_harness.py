@@ -36,7 +36,8 @@ INGEST = """
 import sys
 from pathlib import Path
 from pipelines.core import settings
-from pipelines.statistics import database_build, db, publish
+from pipelines.statistics import database_build, db
+from pipelines.statistics import database_publish as publish
 from pipelines.storage import store
 from pipelines.assemble.tables_build import build_tables
 from pipelines.core.settings import for_source

@@ -59,18 +59,22 @@ def test_two_materializations_and_readers_at_once_corrupt_nothing(history, tmp_p
                 errors.append(exc)
 
     with trial("fault", "two materializations and two readers at once"):
-        readers = [threading.Thread(target=read_parquet), threading.Thread(target=query_duckdb)]
+        # Daemon threads stopped in `finally`: a writer that fails to start must not leave readers looping
+        # forever, which keeps pytest from exiting after the session.
+        readers = [threading.Thread(target=read_parquet, daemon=True), threading.Thread(target=query_duckdb, daemon=True)]
         for reader in readers:
             reader.start()
-        # The ingest step by step, and the whole Dagster job (exports and report too), at once.
-        ingest = start_ingest(warehouse, str(history.repo.path), cache)
-        ingest.stdin.write("go\n")
-        ingest.stdin.flush()
-        writers = [ingest, start_materialize(warehouse, str(history.repo.path), cache, tmp_path / "home")]
-        outcomes = [writer.communicate(timeout=600) for writer in writers]
-        stop.set()
-        for reader in readers:
-            reader.join()
+        try:
+            # The ingest step by step, and the whole Dagster job (exports and report too), at once.
+            ingest = start_ingest(warehouse, str(history.repo.path), cache)
+            ingest.stdin.write("go\n")
+            ingest.stdin.flush()
+            writers = [ingest, start_materialize(warehouse, str(history.repo.path), cache, tmp_path / "home")]
+            outcomes = [writer.communicate(timeout=600) for writer in writers]
+        finally:
+            stop.set()
+            for reader in readers:
+                reader.join()
         assert [w.returncode for w in writers] == [0, 0], [err[-2000:] for _, err in outcomes]
         assert not errors, errors[:3]
         assert reads["parquet"] and reads["duckdb"]
