@@ -67,7 +67,12 @@ def test_the_rule_sees_every_way_of_reading_the_environment():
 def private_dagster_imports(tree: ast.AST) -> list[str]:
     found = []
     for node in ast.walk(tree):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
         found += [f"{name} (line {node.lineno})" for name in names if name.split(".")[0].startswith("dagster") and "._" in name]
     return found
 

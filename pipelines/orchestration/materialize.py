@@ -58,18 +58,17 @@ def materialize_all(home: Path, current: Settings, verbose: bool = False) -> int
     from pipelines.orchestration.run_health import fail_dead_runs, worker_tags
 
     try:
-        with open_instance(home) as instance:
+        with open_instance(home, capture_output=False) as instance:
             for message in fail_dead_runs(instance):
                 print(message, file=sys.stderr)
-            with console.helpers_spared_by_ctrl_c():
-                result = ingest(
-                    definitions_for(current),
-                    instance,
-                    raise_on_error=False,
-                    run_config=CONSOLE_INFO,
-                    tags=worker_tags(),
-                    loggers={"console": console.console_logger(verbose)},
-                )
+            result = ingest(
+                definitions_for(current),
+                instance,
+                raise_on_error=False,
+                run_config=CONSOLE_INFO,
+                tags=worker_tags(),
+                loggers={"console": console.console_logger(verbose)},
+            )
     except sqlalchemy.exc.DBAPIError as exc:
         # The instance's own storage failed (a full disk, a database that went away): the run cannot even be recorded.
         raise UserError(
