@@ -14,7 +14,9 @@ DEAD_RUNS_INTERVAL_S = 30
 def dead_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     """Fail, with the reason, each run in progress whose worker process is gone (killed with the daemon, a reboot),
     so that the one-run queue behind it moves on; a live run, however long, is left alone."""
-    failed = fail_dead_runs(context.instance, launched_here=True)
+    # Runs Dagster's default launcher started are children of a code server beside this one; another launcher's
+    # (one pod per run) are its own health check's to judge.
+    failed = fail_dead_runs(context.instance, launched_here=isinstance(context.instance.run_launcher, dg.DefaultRunLauncher))
     for line in failed:
         context.log.warning(line)
     return dg.SkipReason("\n".join(failed) if failed else "no run in progress has lost its worker")
