@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
-import pydantic
 
 from pipelines.core import lifetime
 from pipelines.core.settings import Settings
@@ -73,16 +72,18 @@ class _WarehouseResource(dg.ConfigurableResource):
         return db.session(self.path)
 
 
-# Generated rather than written out, so that a new setting is one field of `Settings` and nothing here.
-Warehouse = pydantic.create_model(
+# Generated rather than written out, so that a new setting is one field of `Settings` and nothing here (a class
+# statement with its annotations made from the dataclass's, as Dagster's pydantic-based resources read them).
+_FIELDS = dataclasses.fields(Settings)
+Warehouse = type(
     "Warehouse",
-    __base__=_WarehouseResource,
-    __module__=__name__,
-    __doc__="The settings (`pipelines.core.settings.Settings`) as Dagster's resource: one field per setting, of the same "
-    "name (the UI shows each), required where the dataclass has no default; `settings` is the one value the steps take.",
-    **{
-        field.name: (_config_type(_TYPES[field.name]), ... if field.default is dataclasses.MISSING else _to_config(field.default))
-        for field in dataclasses.fields(Settings)
+    (_WarehouseResource,),
+    {
+        "__module__": __name__,
+        "__doc__": "The settings (`pipelines.core.settings.Settings`) as Dagster's resource: one field per setting, of the "
+        "same name (the UI shows each), required where the dataclass has no default; `settings` is the one value the steps take.",
+        "__annotations__": {field.name: _config_type(_TYPES[field.name]) for field in _FIELDS},
+        **{field.name: _to_config(field.default) for field in _FIELDS if field.default is not dataclasses.MISSING},
     },
 )
 
