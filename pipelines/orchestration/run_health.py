@@ -28,7 +28,7 @@ def worker_tags() -> dict[str, str]:
 
 def _launched_worker(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[Worker, float] | None:
     """The worker a code server of this machine started for `run` (its pid from the engine event), with when it was
-    reported (a run launched before the worker tags went is judged the same way). Dagster's default launcher starts a run as a child of the code server that launched it, beside the
+    reported. Dagster's default launcher starts a run as a child of the code server that launched it, beside the
     daemon or `dg dev` whose sensor asks."""
     for record in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
         event = record.dagster_event
