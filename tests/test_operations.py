@@ -326,7 +326,7 @@ def test_sensor_and_schedule_are_on_by_default_and_target_every_asset():
     from pipelines.definitions import defs
 
     definitions = defs()
-    upstream_data_sensor = definitions.get_sensor_def("upstream_data_sensor")
+    upstream_data_sensor = next(s for s in definitions.sensors if s.name == "upstream_data_sensor")
     assert upstream_data_sensor.default_status == dg.DefaultSensorStatus.RUNNING
     assert upstream_data_sensor.minimum_interval_seconds == 3600
     assert daily_ingest.default_status == dg.DefaultScheduleStatus.RUNNING

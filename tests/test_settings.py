@@ -173,7 +173,7 @@ def test_the_definitions_take_the_sensor_interval_and_the_resource_from_the_sett
 
     given = read({"LIGER_SENSOR_INTERVAL_S": "60", "WAREHOUSE_DIR": str(tmp_path / "w")})
     definitions = definitions_for(given)
-    assert definitions.get_sensor_def("upstream_data_sensor").minimum_interval_seconds == 60
+    assert next(s for s in definitions.sensors if s.name == "upstream_data_sensor").minimum_interval_seconds == 60
     assert definitions.resources["warehouse"].settings == given
 
 
