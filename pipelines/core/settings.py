@@ -2,7 +2,7 @@
 
 Read once into a `Settings` by each entry point (the command line, the Dagster definitions as they load, the bench's
 processes) from the environment it is handed, and passed down from there: no other module reads the environment
-(tests/test_entry_points.py). A staging worker gets its `Settings` from the run that starts it. Not `dg.EnvVar`:
+(tests/core/test_entry_points.py). A staging worker gets its `Settings` from the run that starts it. Not `dg.EnvVar`:
 these are not secrets the UI should hide, they have defaults, and a relative folder is resolved against the checkout
 or the user's folder, none of which EnvVar does.
 """

@@ -13,8 +13,8 @@ import dagster as dg
 
 from pipelines.core import lifetime
 from pipelines.core.settings import Settings
-from pipelines.duck import db
-from pipelines.ingest.upstream_changes import recorded_source
+from pipelines.ingest.source.upstream_changes import recorded_source
+from pipelines.statistics import db
 from pipelines.storage import store
 
 _TYPES = typing.get_type_hints(Settings)
