@@ -163,7 +163,7 @@ def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     # The statistics SQL is what the floor is set against; the copy of the tables is reported beside it.
     database_build._load_tables = timing("load_s", database_build._load_tables)
     database_build._create_statistics = timing("sql_s", database_build._create_statistics)
-    counts = database_build.build_database(folder, settings.read().baselines)
+    counts = database_build.build_database(folder, settings.read(os.environ).baselines)
     size = layout.Layout(folder).database.stat().st_size
     return {
         "sql_s": timed["sql_s"],

@@ -29,31 +29,33 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _project_instance() -> Path:
+def _project_instance(current: settings.Settings) -> Path:
     """DAGSTER_HOME, or the project's instance when it is unset, claimed for this warehouse. The process stays in the
     user's folder: the instance is opened with its storage paths taken from its home (orchestration/instance_home)."""
-    home = Path(value) if (value := os.environ.get("DAGSTER_HOME", "").strip()) else instance.ensure_home(instance.default_home())
+    value = os.environ.get("DAGSTER_HOME", "").strip()
+    home = Path(value) if value else instance.ensure_home(instance.default_home(current))
     if not home.is_dir():
         raise settings.SettingError(
             f"DAGSTER_HOME={str(home)!r} is not a folder: create it (a dagster.yaml there is the instance's), "
             "or unset DAGSTER_HOME for the project's instance"
         )
-    instance.claim(home, settings.read().warehouse_dir)
+    instance.claim(home, current.warehouse_dir)
     return home
 
 
 def materialize(args: argparse.Namespace) -> int:
     """Materialize every asset in-process with the project's Dagster instance."""
-    home = _project_instance()  # before Dagster's import: a wrong DAGSTER_HOME is said at once
+    home = _project_instance(args.settings)  # before Dagster's import: a wrong DAGSTER_HOME is said at once
+    from pipelines.defs.resources import built_from
     from pipelines.orchestration.materialize import materialize_all
 
-    return materialize_all(home, verbose=args.verbose)
+    return materialize_all(home, built_from(args.settings, os.environ), verbose=args.verbose)
 
 
 def show_run(args: argparse.Namespace) -> int:
     from pipelines.exports.ndjson import show_run as find
 
-    warehouse = settings.read().warehouse_dir
+    warehouse = args.settings.warehouse_dir
     if not Layout(warehouse).table("runs").is_file():
         raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
     document = find(warehouse, args.run_id)
@@ -91,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = GuardedStream(stdout)
     try:
         _check_arguments(args)
-        settings.read()  # a setting that cannot be used is refused before any command starts, whichever reads it
+        # The one read of the settings: a setting that cannot be used is refused before any command starts, and each
+        # command takes what it needs from `args.settings`.
+        args.settings = settings.read(os.environ)
         code = args.func(args)
         sys.stdout.flush()  # here, not at exit, so a failing stdout is reported like any other
         return code
@@ -127,10 +131,8 @@ def _warehouse(args: argparse.Namespace) -> Path | None:
     """The warehouse the command reads, to name a damaged table in it (None when the settings cannot say)."""
     if getattr(args, "warehouse_dir", None):
         return Path(args.warehouse_dir)
-    try:
-        return settings.read().warehouse_dir
-    except settings.SettingError:
-        return None
+    current = getattr(args, "settings", None)  # absent when reading the settings was what failed
+    return current.warehouse_dir if current is not None else None
 
 
 def _discard_stdout(stdout) -> None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+import psutil
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
 from pipelines.assemble import checks
@@ -197,23 +198,17 @@ def start_materialize(warehouse: Path, source: str, cache: Path, home: Path) -> 
 def survivors(warehouse: Path, within_s: float = 5.0) -> list[str]:
     """The processes still alive `within_s` seconds on whose environment names `warehouse` (every process a
     `python -m pipelines` run starts inherits WAREHOUSE_DIR): what a killed run left behind."""
-    marker = f"WAREHOUSE_DIR={warehouse}".encode()
     deadline = time.monotonic() + within_s
     while True:
         found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        for process in psutil.process_iter(["pid", "status"]):
+            if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             try:
-                if marker in (entry / "environ").read_bytes().split(b"\0") and _state(entry) != b"Z":
-                    command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                    found.append(f"{entry.name}: {command[:200]}")
-            except OSError:
+                if process.environ().get("WAREHOUSE_DIR") == str(warehouse):
+                    found.append(f"{process.pid}: {' '.join(process.cmdline())[:200]}")
+            except psutil.Error:
                 continue
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
-
-
-def _state(entry: Path) -> bytes:
-    return (entry / "stat").read_bytes().rpartition(b")")[2].split()[0]

@@ -12,14 +12,13 @@ import sys
 from pathlib import Path
 
 from pipelines.cli.cli_output import check_output_folder, refuse_special_file, replace_keeping_mode, write_file, writing
-from pipelines.core import settings
 from pipelines.core.errors import UserError
 from pipelines.core.layout import BMF_EXPORT, Layout
 from pipelines.exports import bmf, liger_csv
 
 
 def export_liger_csv(args: argparse.Namespace) -> int:
-    warehouse = settings.read().warehouse_dir
+    warehouse = args.settings.warehouse_dir
     if args.out != "-":
         refuse_special_file(Path(args.out))  # before the work, not after it
     snapshot = liger_csv.resolve_snapshot(warehouse, args.snapshot, args.file)
@@ -34,7 +33,7 @@ def export_liger_csv(args: argparse.Namespace) -> int:
 
 
 def export_bmf(args: argparse.Namespace) -> int:
-    warehouse = settings.read().warehouse_dir
+    warehouse = args.settings.warehouse_dir
     if not Layout(warehouse).table("runs").exists():
         raise UserError(f"no runs table in {warehouse}: run `python -m pipelines materialize` first")
     out = Path(args.out) if args.out else Layout(warehouse).export(BMF_EXPORT)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli.cli_output import UsageError
-from pipelines.core import metadata, settings, sql_files
+from pipelines.core import metadata, sql_files
 from pipelines.core.layout import DATABASE
 from pipelines.core.metadata import format_cell
 from pipelines.statistics import db
@@ -109,7 +109,7 @@ FORMATS: dict[str, Callable[[Result], str]] = {
 
 
 def _warehouse_dir(args: argparse.Namespace) -> Path:
-    return Path(args.warehouse_dir) if args.warehouse_dir else settings.read().warehouse_dir
+    return Path(args.warehouse_dir) if args.warehouse_dir else args.settings.warehouse_dir
 
 
 def _add_warehouse_dir(parser: argparse.ArgumentParser) -> None:

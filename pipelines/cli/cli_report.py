@@ -13,7 +13,6 @@ import webbrowser
 from pathlib import Path
 
 from pipelines.cli.cli_output import writing
-from pipelines.core import settings
 from pipelines.core.layout import DATABASE, REPORT, Layout
 from pipelines.exports.report import build_report_if_stale, is_stale
 from pipelines.exports.report.site import INDEX
@@ -21,7 +20,7 @@ from pipelines.storage import store
 
 
 def report(args: argparse.Namespace) -> int:
-    warehouse = settings.read().warehouse_dir
+    warehouse = args.settings.warehouse_dir
     if not Layout(warehouse).database.is_file():
         print(
             f"report: no {DATABASE} in {warehouse}: run `python -m pipelines materialize` first",

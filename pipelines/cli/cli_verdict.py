@@ -16,7 +16,6 @@ from pathlib import Path
 import duckdb
 
 from pipelines.cli.cli_output import UsageError
-from pipelines.core import settings
 from pipelines.core.layout import DATABASE, Layout
 from pipelines.statistics import db
 from pipelines.verdict.against_history import judge_contender
@@ -82,7 +81,7 @@ def add_verdict_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 
 def run_verdict(args: argparse.Namespace) -> int:
-    warehouse = Path(args.warehouse_dir) if args.warehouse_dir else settings.read().warehouse_dir
+    warehouse = Path(args.warehouse_dir) if args.warehouse_dir else args.settings.warehouse_dir
     if args.backend is not None and not args.backend.strip():
         raise UsageError("--backend is empty: give a backend name such as triton, cutile or cutedsl")
     try:

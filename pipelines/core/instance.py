@@ -22,9 +22,9 @@ _STORAGE = re.compile(r"^(\s*base_dir: )data/dagster(?:/(\S+))?$", re.MULTILINE)
 _HEADER = "# Written by `python -m pipelines` from the project's dagster.yaml; paths are relative to this folder.\n"
 
 
-def default_home() -> Path:
-    """The project root in a checkout, else `dagster/` beside WAREHOUSE_DIR."""
-    return settings.PROJECT_ROOT if settings.IN_CHECKOUT else settings.read().warehouse_dir.parent / "dagster"
+def default_home(current: settings.Settings) -> Path:
+    """The project root in a checkout, else `dagster/` beside `current`'s WAREHOUSE_DIR."""
+    return settings.PROJECT_ROOT if settings.IN_CHECKOUT else current.warehouse_dir.parent / "dagster"
 
 
 def packaged_config() -> str:

@@ -1,11 +1,10 @@
-"""Is the process that ran a Dagster run still there? Asked of runs left STARTED, by pid, on this machine.
+"""Is the process that ran a Dagster run still there? Asked of runs left in progress, by pid, on this machine.
 
 A run whose process was killed (SIGKILL, an out-of-memory kill, a reboot) never reports its end, so
-the instance shows it STARTED forever and a one-run queue waits behind it. Dagster's run monitoring
-asks the run launcher whether the worker is healthy, but its default launcher cannot tell; this
-answers from the operating system instead of a wall-clock limit, which would also fail a long
-healthy run. A pid alone is not an identity (pids are reused), so a worker is the host, the boot and
-the pid's start time; what cannot be checked from here (another host) is never called dead.
+the instance shows it STARTED forever and a one-run queue waits behind it. This answers from the
+operating system's process table (psutil) instead of a wall-clock limit, which would also fail a long
+healthy run. A pid alone is not an identity (pids are reused), so a worker is the host, the machine's
+boot and the process's start time; what cannot be checked from here (another host) is never called dead.
 """
 
 from __future__ import annotations
@@ -13,25 +12,30 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from pathlib import Path
 
-PROC = Path("/proc")
+import psutil
+
 TAG_PREFIX = "liger/worker_"
-# A process counts as the run's worker only if it existed when the run said it started (clock skew and
-# the tick resolution of /proc are well under this).
+# A process counts as the run's worker only if it existed when the run said it started (clock skew and the
+# resolution of a process's start time, a clock tick, are well under this).
 START_SLACK_S = 2.0
+# psutil's boot time is computed from the clock and the uptime, and may move by a second between calls; two boots
+# are much further apart than this.
+BOOT_SLACK_S = 5.0
+# Start times are kept to the hundredth of a second, the resolution of Linux's clock ticks.
+_STARTED_DIGITS = 2
 
 
 @dataclass(frozen=True)
 class Worker:
     host: str
     pid: int
-    # /proc's boot id and the pid's start time in clock ticks since that boot; None where unknown.
-    boot_id: str | None = None
-    start_ticks: int | None = None
+    # When the machine booted and when the process started, seconds since the epoch; None where unknown.
+    boot_time: float | None = None
+    started: float | None = None
 
     def tags(self) -> dict[str, str]:
-        values = {"host": self.host[:63], "pid": str(self.pid), "boot_id": self.boot_id, "start_ticks": self.start_ticks}
+        values = {"host": self.host[:63], "pid": str(self.pid), "boot_time": self.boot_time, "started": self.started}
         return {f"{TAG_PREFIX}{key}": str(value) for key, value in values.items() if value is not None}
 
     @classmethod
@@ -39,45 +43,41 @@ class Worker:
         def get(key: str) -> str | None:
             return tags.get(f"{TAG_PREFIX}{key}")
 
-        host, pid, start = get("host"), get("pid"), get("start_ticks")
+        host, pid = get("host"), get("pid")
         if host is None or pid is None or not pid.isdigit():
             return None
-        return cls(host, int(pid), get("boot_id"), int(start) if start and start.isdigit() else None)
+        return cls(host, int(pid), _number(get("boot_time")), _number(get("started")))
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
 
 
 def hostname() -> str:
     return socket.gethostname()
 
 
-def boot_id() -> str | None:
-    try:
-        return (PROC / "sys" / "kernel" / "random" / "boot_id").read_text().strip()
-    except OSError:
-        return None
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (state first), or None when there is no such pid."""
-    try:
-        text = (PROC / str(pid) / "stat").read_text()
-    except FileNotFoundError:
-        return None
-    return text[text.rindex(")") + 2 :].split()
-
-
 def this_process() -> Worker:
-    stat = _stat(os.getpid())
-    return Worker(hostname(), os.getpid(), boot_id(), int(stat[19]) if stat else None)
+    return Worker(hostname(), os.getpid(), psutil.boot_time(), started(os.getpid()))
 
 
-def _boot_time() -> float | None:
+def started(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch, to the hundredth), or None when there is none."""
     try:
-        for line in (PROC / "stat").read_text().splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except OSError:
-        pass
-    return None
+        return round(psutil.Process(pid).create_time(), _STARTED_DIGITS)
+    except psutil.Error:
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie (killed, waiting to be reaped)."""
+    try:
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
+        return False
 
 
 def why_gone(worker: Worker, started_at: float | None = None) -> str | None:
@@ -89,30 +89,21 @@ def why_gone(worker: Worker, started_at: float | None = None) -> str | None:
     where = f"process {worker.pid} on {worker.host}"
     if worker.host != hostname():
         return None
-    if not PROC.is_dir():
-        return _why_gone_without_proc(worker.pid, where)
-    if worker.boot_id and worker.boot_id != boot_id():
+    if worker.boot_time is not None and abs(worker.boot_time - psutil.boot_time()) > BOOT_SLACK_S:
         return f"{where} ended with a restart of the machine"
-    stat = _stat(worker.pid)
-    if stat is None:
-        return f"{where} is gone (killed or crashed without reporting)"
-    if stat[0] in ("Z", "X"):
-        return f"{where} was killed and has not been reaped"
-    start_ticks = int(stat[19])
-    if worker.start_ticks is not None and start_ticks != worker.start_ticks:
-        return f"{where} is gone (its pid now belongs to another process)"
-    boot = _boot_time()
-    later = boot is not None and started_at is not None and boot + start_ticks / os.sysconf("SC_CLK_TCK") > started_at + START_SLACK_S
-    if worker.start_ticks is None and later:
-        return f"{where} is gone (its pid now belongs to a process started after the run)"
-    return None
-
-
-def _why_gone_without_proc(pid: int, where: str) -> str | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        process = psutil.Process(worker.pid)
+        status, created = process.status(), round(process.create_time(), _STARTED_DIGITS)
+    except psutil.ZombieProcess:
+        return f"{where} was killed and has not been reaped"
+    except psutil.NoSuchProcess:
         return f"{where} is gone (killed or crashed without reporting)"
-    except PermissionError:
-        pass
+    except psutil.AccessDenied:
+        return None  # another user's process: there, so not known to be gone
+    if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+        return f"{where} was killed and has not been reaped"
+    if worker.started is not None and created != worker.started:
+        return f"{where} is gone (its pid now belongs to another process)"
+    if worker.started is None and started_at is not None and created > started_at + START_SLACK_S:
+        return f"{where} is gone (its pid now belongs to a process started after the run)"
     return None

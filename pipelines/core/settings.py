@@ -1,8 +1,10 @@
 """What the user sets: the environment variables, their defaults and how they are read, in one place.
 
-Read once into a `Settings` when a command starts or the Dagster definitions load. Not `dg.EnvVar`: these are
-not secrets the UI should hide, they have defaults, and a relative folder is resolved against the checkout or
-the user's folder, none of which EnvVar does.
+Read once into a `Settings` by each entry point (the command line, the Dagster definitions as they load, the bench's
+processes) from the environment it is handed, and passed down from there: no other module reads the environment
+(tests/core/test_entry_points.py). A staging worker gets its `Settings` from the run that starts it. Not `dg.EnvVar`:
+these are not secrets the UI should hide, they have defaults, and a relative folder is resolved against the checkout
+or the user's folder, none of which EnvVar does.
 """
 
 from __future__ import annotations
@@ -52,27 +54,32 @@ def _project_path(value: str, cwd: Path | None) -> Path:
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting, one field each. The fields without a default must be given wherever a `Settings` is made by hand
+    (the Dagster resource `Warehouse` is generated from these fields and their defaults, pipelines/defs/resources.py)."""
+
     warehouse_dir: Path  # WAREHOUSE_DIR
     cache_dir: Path  # LIGER_CACHE_DIR: where git sources are cloned and a CSV source's content is kept
     source: str  # LIGER_SOURCE
     branch: str  # LIGER_BRANCH
     file_glob: str  # LIGER_FILE_GLOB
-    streams: tuple[str, ...]  # LIGER_STREAMS: which of the git source's streams are read (`data`, `ci`)
+    baselines: tuple[str, ...]  # LIGER_BASELINES, comma-separated
+    streams: tuple[str, ...] = STREAMS  # LIGER_STREAMS: which of the git source's streams are read (`data`, `ci`)
     # LIGER_CI_SOURCE and LIGER_CI_BRANCH: the `ci` stream's repository and branch, None when unset (LIGER_SOURCE and
     # DEFAULT_CI_BRANCH). While both are unset, a source without that branch has an empty `ci` stream.
-    ci_source: str | None
-    ci_branch: str | None
-    ci_file_glob: str  # LIGER_CI_FILE_GLOB
-    baselines: tuple[str, ...]  # LIGER_BASELINES, comma-separated
-    staging_workers: int  # LIGER_STAGING_WORKERS: how many snapshots are staged at once
-    sensor_interval_s: int  # LIGER_SENSOR_INTERVAL_S: at least this long between two ticks of the upstream sensor
+    ci_source: str | None = None
+    ci_branch: str | None = None
+    ci_file_glob: str = DEFAULT_CI_FILE_GLOB  # LIGER_CI_FILE_GLOB
+    staging_workers: int = 1  # LIGER_STAGING_WORKERS: how many snapshots are staged at once
+    sensor_interval_s: int = (
+        DEFAULT_SENSOR_INTERVAL_S  # LIGER_SENSOR_INTERVAL_S: at least this long between two ticks of the upstream sensor
+    )
 
 
-def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
-    """The settings in `environ` (default the process environment), relative paths meaning `cwd` (default the current
-    folder) as docs/configuration.md says. A blank value (empty, spaces) means the default; one that cannot be used (a number out
-    of its range, a word that is not one) is refused with a SettingError."""
-    env = os.environ if environ is None else environ
+def read(environ: Mapping[str, str], cwd: Path | None = None) -> Settings:
+    """The settings in `environ` (the entry point's environment; `{}` for the defaults), relative paths meaning `cwd`
+    (default the current folder) as docs/configuration.md says. A blank value (empty, spaces) means the default; one
+    that cannot be used (a number out of its range, a word that is not one) is refused with a SettingError."""
+    env = environ
 
     def text(name: str, default: str) -> str:
         return env.get(name, "").strip() or default

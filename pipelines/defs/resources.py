@@ -1,78 +1,64 @@
+"""The settings as Dagster's resource `Warehouse`, its fields generated from `Settings`' (one conversion each way)."""
+
 from __future__ import annotations
 
-import os
+import dataclasses
+import typing
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.core import instance, lifetime, settings
+from pipelines.core import lifetime
 from pipelines.core.settings import Settings
 from pipelines.ingest.source.upstream_changes import recorded_source
 from pipelines.statistics import db
 from pipelines.storage import store
 
+_TYPES = typing.get_type_hints(Settings)
 
-class Warehouse(dg.ConfigurableResource):
-    """The settings (`pipelines.core.settings.Settings`) as Dagster's resource: where the warehouse lives, what it
-    reads, and which providers are baselines. One field per setting, of the same name; `settings` is the one value
-    the steps below it take.
 
-    Defaults come from the environment when the definitions load (`settings.read`, which says why not `dg.EnvVar`).
-    """
+def _config_type(kind: object) -> object:
+    """The type Dagster's config takes for a setting's: a folder as text, a tuple as a list, an unset value as ''."""
+    if kind is Path or kind == (str | None):
+        return str
+    return list[str] if typing.get_origin(kind) is tuple else kind
 
-    warehouse_dir: str
-    source: str
-    branch: str
-    file_glob: str
-    streams: list[str] = list(settings.STREAMS)
-    # Empty: unset (the source's repository, upstream's CI branch; see source_settings.git_streams).
-    ci_source: str = ""
-    ci_branch: str = ""
-    ci_file_glob: str = settings.DEFAULT_CI_FILE_GLOB
-    cache_dir: str
-    baselines: list[str]
-    staging_workers: int = 1
-    sensor_interval_s: int = settings.DEFAULT_SENSOR_INTERVAL_S
+
+def _to_config(value: object) -> object:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return "" if value is None else value
+
+
+def _from_config(kind: object, value: object) -> object:
+    if kind is Path:
+        return Path(typing.cast(str, value))
+    if typing.get_origin(kind) is tuple:
+        return tuple(typing.cast(list, value))
+    return (value or None) if kind == (str | None) else value
+
+
+class _WarehouseResource(dg.ConfigurableResource):
+    """What the assets do with the settings; the fields themselves are added by `Warehouse` below."""
 
     @classmethod
     def of(cls, current: Settings) -> Warehouse:
-        return cls(
-            warehouse_dir=str(current.warehouse_dir),
-            source=current.source,
-            branch=current.branch,
-            file_glob=current.file_glob,
-            streams=list(current.streams),
-            ci_source=current.ci_source or "",
-            ci_branch=current.ci_branch or "",
-            ci_file_glob=current.ci_file_glob,
-            cache_dir=str(current.cache_dir),
-            baselines=list(current.baselines),
-            staging_workers=current.staging_workers,
-            sensor_interval_s=current.sensor_interval_s,
-        )
+        return Warehouse(**{field.name: _to_config(getattr(current, field.name)) for field in dataclasses.fields(Settings)})
 
     @property
     def settings(self) -> Settings:
         return Settings(
-            warehouse_dir=Path(self.warehouse_dir),
-            cache_dir=Path(self.cache_dir),
-            source=self.source,
-            branch=self.branch,
-            file_glob=self.file_glob,
-            streams=tuple(self.streams),
-            ci_source=self.ci_source or None,
-            ci_branch=self.ci_branch or None,
-            ci_file_glob=self.ci_file_glob,
-            baselines=tuple(self.baselines),
-            staging_workers=self.staging_workers,
-            sensor_interval_s=self.sensor_interval_s,
+            **{field.name: _from_config(_TYPES[field.name], getattr(self, field.name)) for field in dataclasses.fields(Settings)}
         )
 
     @property
     def path(self) -> Path:
-        return Path(self.warehouse_dir)
+        return self.settings.warehouse_dir
 
     def writing(self) -> AbstractContextManager[None]:
         """Hold the warehouse for writing: its file lock (Dagster's pool serializes Dagster's writers, the lock
@@ -86,28 +72,30 @@ class Warehouse(dg.ConfigurableResource):
         return db.session(self.path)
 
 
-def default_warehouse() -> Warehouse:
-    """The settings of the environment; while LIGER_SOURCE is unset, a warehouse already built reads the source it was
-    built from (and its streams, while LIGER_STREAMS is unset too), so that the UI, the daemon and `materialize`
-    started without the variables keep reading what the warehouse holds (a bundle, offline) instead of being refused
-    as another source. A new warehouse reads upstream."""
-    current = built_from(settings.read(), os.environ)
-    if home := os.environ.get("DAGSTER_HOME"):
-        # The daemon, the webserver and `dg dev` load the definitions on the instance in DAGSTER_HOME.
-        instance.claim(Path(home), current.warehouse_dir)
-    return Warehouse.of(current)
+# Generated rather than written out, so that a new setting is one field of `Settings` and nothing here (a class
+# statement with its annotations made from the dataclass's, as Dagster's pydantic-based resources read them).
+_FIELDS = dataclasses.fields(Settings)
+Warehouse = type(
+    "Warehouse",
+    (_WarehouseResource,),
+    {
+        "__module__": __name__,
+        "__doc__": "The settings (`pipelines.core.settings.Settings`) as Dagster's resource: one field per setting, of the "
+        "same name (the UI shows each), required where the dataclass has no default; `settings` is the one value the steps take.",
+        "__annotations__": {field.name: _config_type(_TYPES[field.name]) for field in _FIELDS},
+        **{field.name: _to_config(field.default) for field in _FIELDS if field.default is not dataclasses.MISSING},
+    },
+)
 
 
-def built_from(current: Settings, environ) -> Settings:
-    """`current` with the source (and streams) the warehouse records, for each of LIGER_SOURCE and LIGER_STREAMS unset."""
+def built_from(current: Settings, environ: Mapping[str, str]) -> Settings:
+    """`current` with the source (and streams) the warehouse records, for each of LIGER_SOURCE and LIGER_STREAMS unset
+    in `environ` (the environment `current` was read from): the UI, the daemon and `materialize` started without the
+    variables keep reading what the warehouse holds (a bundle, offline) instead of being refused as another source.
+    A new warehouse reads upstream."""
     if environ.get("LIGER_SOURCE", "").strip() or (recorded := recorded_source(current.warehouse_dir)) is None:
         return current
     source, streams = recorded
     if environ.get("LIGER_STREAMS", "").strip() or streams is None:
         return replace(current, source=source)
     return replace(current, source=source, streams=streams)
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"warehouse": default_warehouse()})

@@ -4,14 +4,15 @@ Dagster's console logger appends a failed step's whole error chain and stack to 
 for a source that cannot be read), and the command ends with the error's one line anyway. Here each event
 is its first line, unless the user asked for the stack (`--verbose`); the run's log in the instance (the UI)
 keeps everything either way.
+
+The run's own output is not captured (orchestration/instance_home, `capture_output=False`): Dagster's capture relays
+it to the terminal through a `tail` and a watcher process of its own, which Ctrl-C (sent to the terminal's whole
+process group) would stop mid-run, with a KeyboardInterrupt traceback of the watcher's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import subprocess
-from collections.abc import Iterator
 
 import dagster as dg
 
@@ -54,30 +55,3 @@ def interrupted(result: dg.ExecuteInProcessResult) -> bool:
                 return True
             error = error.cause
     return False
-
-
-class _OwnGroupSubprocess:
-    """The `subprocess` module, but each Popen starts a process group of its own."""
-
-    def __getattr__(self, name: str):
-        return getattr(subprocess, name)
-
-    @staticmethod
-    def Popen(*args, **kwargs) -> subprocess.Popen:  # noqa: N802 (the name it stands in for)
-        return subprocess.Popen(*args, process_group=0, **kwargs)
-
-
-@contextlib.contextmanager
-def helpers_spared_by_ctrl_c() -> Iterator[None]:
-    """While a run captures its output, Dagster (1.13, `compute_logs.execute_posix_tail`) relays it through a `tail`
-    and a Python watcher of its own. Ctrl-C reaches the terminal's whole process group: the watcher would print a
-    KeyboardInterrupt traceback and `tail` would stop relaying. Started in groups of their own, they keep relaying
-    until the run stops them, and the interrupted run says so in one line."""
-    from dagster._core.execution import compute_logs
-
-    original = compute_logs.subprocess
-    compute_logs.subprocess = _OwnGroupSubprocess()
-    try:
-        yield
-    finally:
-        compute_logs.subprocess = original

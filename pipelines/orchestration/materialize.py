@@ -10,6 +10,7 @@ import dagster as dg
 import sqlalchemy.exc
 
 from pipelines.core.errors import UserError
+from pipelines.core.settings import Settings
 from pipelines.ingest.source.listing import SourceError
 from pipelines.ingest.steps import sync
 from pipelines.orchestration import console
@@ -50,25 +51,24 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
     )
 
 
-def materialize_all(home: Path, verbose: bool = False) -> int:
-    """Ingest and compute everything with the instance in `home`; a failed step ends it with its one line (its stack
+def materialize_all(home: Path, current: Settings, verbose: bool = False) -> int:
+    """Ingest and compute everything `current` names with the instance in `home`; a failed step ends it with its one line (its stack
     in the log with `verbose`), an interrupt with KeyboardInterrupt (the warehouse keeps its last commit)."""
-    from pipelines.definitions import defs
+    from pipelines.definitions import definitions_for
     from pipelines.orchestration.run_health import fail_dead_runs, worker_tags
 
     try:
-        with open_instance(home) as instance:
+        with open_instance(home, capture_output=False) as instance:
             for message in fail_dead_runs(instance):
                 print(message, file=sys.stderr)
-            with console.helpers_spared_by_ctrl_c():
-                result = ingest(
-                    defs(),
-                    instance,
-                    raise_on_error=False,
-                    run_config=CONSOLE_INFO,
-                    tags=worker_tags(),
-                    loggers={"console": console.console_logger(verbose)},
-                )
+            result = ingest(
+                definitions_for(current),
+                instance,
+                raise_on_error=False,
+                run_config=CONSOLE_INFO,
+                tags=worker_tags(),
+                loggers={"console": console.console_logger(verbose)},
+            )
     except sqlalchemy.exc.DBAPIError as exc:
         # The instance's own storage failed (a full disk, a database that went away): the run cannot even be recorded.
         raise UserError(

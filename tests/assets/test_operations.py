@@ -14,16 +14,18 @@ from dagster._core.storage.defs_state.base import DefsStateStorage
 
 from pipelines.assemble import checks
 from pipelines.assemble import tables_build as build
-from pipelines.core.settings import read
+from pipelines.core.settings import DEFAULT_SENSOR_INTERVAL_S, read
 from pipelines.defs.resources import Warehouse, built_from
 from pipelines.defs.source.schedules import daily_ingest, ingest_everything
-from pipelines.defs.source.sensors import upstream_data_sensor
+from pipelines.defs.source.sensors import upstream_data_sensor_every
 from pipelines.ingest.source.upstream_changes import SENSOR_CACHE
 from pipelines.orchestration.materialize import ingest
 from pipelines.orchestration.sensor_cursor import SensorCursor
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
+
+upstream_data_sensor = upstream_data_sensor_every(DEFAULT_SENSOR_INTERVAL_S)
 
 
 @pytest.fixture(autouse=True)
@@ -325,6 +327,7 @@ def test_sensor_and_schedule_are_on_by_default_and_target_every_asset():
     from pipelines.definitions import defs
 
     definitions = defs()
+    upstream_data_sensor = next(s for s in definitions.sensors if s.name == "upstream_data_sensor")
     assert upstream_data_sensor.default_status == dg.DefaultSensorStatus.RUNNING
     assert upstream_data_sensor.minimum_interval_seconds == 3600
     assert daily_ingest.default_status == dg.DefaultScheduleStatus.RUNNING

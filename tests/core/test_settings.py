@@ -67,7 +67,7 @@ def test_a_relative_source_with_spaces_around_it_is_parsed_once_as_the_users_fol
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LIGER_SOURCE", " upstream.git ")
     monkeypatch.setenv("LIGER_CI_SOURCE", "ci/upstream.git")
-    got = read()
+    got = read(os.environ)
     assert got.source == str(tmp_path / "upstream.git")
     assert got.ci_source == str(tmp_path / "ci" / "upstream.git")
     assert read({"LIGER_SOURCE": "upstream.git"}, cwd=tmp_path / "x").source == str(tmp_path / "x" / "upstream.git")
@@ -161,6 +161,20 @@ def test_the_resource_is_the_settings_field_for_field(tmp_path: Path):
     assert set(Warehouse.model_fields) == {field.name for field in dataclasses.fields(settings.Settings)}
     assert Warehouse.of(given).settings == given
     assert Warehouse.of(read({})).settings == read({})  # None (unset) survives the resource's empty string
+    # Required in the resource exactly where the dataclass has no default; the others default to the dataclass's.
+    required = {field.name for field in dataclasses.fields(settings.Settings) if field.default is dataclasses.MISSING}
+    assert {name for name, field in Warehouse.model_fields.items() if field.is_required()} == required
+    named = Warehouse(warehouse_dir=str(tmp_path), cache_dir="c", source="s", branch="b", file_glob="*.csv", baselines=["torch"])
+    assert named.settings == settings.Settings(tmp_path, Path("c"), "s", "b", "*.csv", ("torch",))
+
+
+def test_the_definitions_take_the_sensor_interval_and_the_resource_from_the_settings_they_are_given(tmp_path: Path):
+    from pipelines.definitions import definitions_for
+
+    given = read({"LIGER_SENSOR_INTERVAL_S": "60", "WAREHOUSE_DIR": str(tmp_path / "w")})
+    definitions = definitions_for(given)
+    assert next(s for s in definitions.sensors if s.name == "upstream_data_sensor").minimum_interval_seconds == 60
+    assert definitions.resources["warehouse"].settings == given
 
 
 def test_absolute_settings_are_read_in_a_folder_that_was_deleted(monkeypatch, tmp_path: Path):

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import psutil
 import pytest
 from conftest import git, liger_csv, liger_row
-from dagster._core.events import DagsterEventType
 from test_kill import start_parked, wait_for
 from test_webserver import instance_home, stop
 
@@ -49,34 +49,83 @@ def run_records(home: Path) -> list:
 
 def failure_message(home: Path, run_id: str) -> str:
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        [event] = instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
-    return event.user_message or event.dagster_event.message
+        return failure_message_of(instance, run_id)
 
 
 def test_liveness_tells_a_live_worker_from_a_dead_one():
     process = subprocess.Popen(["sleep", "60"])
     try:
-        worker = liveness.Worker(liveness.hostname(), process.pid, liveness.boot_id(), _start_ticks(process.pid))
+        worker = liveness.Worker(liveness.hostname(), process.pid, psutil.boot_time(), liveness.started(process.pid))
+        assert worker.started is not None and liveness.alive(process.pid)
         assert liveness.why_gone(worker) is None
         assert liveness.Worker.from_tags(worker.tags()) == worker
         # The same pid started at another time is another process.
-        assert "another process" in liveness.why_gone(liveness.Worker(worker.host, worker.pid, worker.boot_id, worker.start_ticks + 1))
+        assert "another process" in liveness.why_gone(liveness.Worker(worker.host, worker.pid, worker.boot_time, worker.started + 1))
         # A run reported before this process started was not run by it.
         assert "started after the run" in liveness.why_gone(liveness.Worker(worker.host, worker.pid), started_at=time.time() - 3600)
-        assert "restart of the machine" in liveness.why_gone(liveness.Worker(worker.host, worker.pid, "another-boot"))
+        assert "restart of the machine" in liveness.why_gone(liveness.Worker(worker.host, worker.pid, worker.boot_time - 3600))
         # What cannot be checked from here is never called dead.
         assert liveness.why_gone(liveness.Worker("some-other-host", worker.pid)) is None
         process.kill()
         time.sleep(0.5)
-        assert "not been reaped" in liveness.why_gone(worker)
+        assert "not been reaped" in liveness.why_gone(worker) and not liveness.alive(process.pid)
     finally:
         process.kill()
         process.wait()
     assert "is gone" in liveness.why_gone(worker)
 
 
-def _start_ticks(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+def test_a_worker_tagged_by_an_older_version_or_with_a_damaged_tag_is_read_without_its_start():
+    tags = {f"{liveness.TAG_PREFIX}host": "h", f"{liveness.TAG_PREFIX}pid": "42", f"{liveness.TAG_PREFIX}start_ticks": "9"}
+    assert liveness.Worker.from_tags(tags) == liveness.Worker("h", 42)
+    assert liveness.Worker.from_tags({**tags, f"{liveness.TAG_PREFIX}started": "soon"}) == liveness.Worker("h", 42)
+
+
+def test_the_dead_runs_sensor_fails_a_run_whose_launched_worker_is_gone_and_leaves_a_live_one(tmp_path):
+    """A run a code server launched has no worker tags, only its pid in an engine event: the sensor judges it by that
+    pid and when it was reported; the CLI, which may share the instance from another machine, leaves it alone."""
+    from pipelines.defs.dead_runs import dead_runs_sensor
+    from pipelines.orchestration.run_health import STARTED_PROCESS, fail_dead_runs
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    # The event a code server's worker reports (Dagster's gRPC server), made here as it makes it.
+    from dagster._core.events import EngineEventData
+
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        runs = {}
+        for name, pid in (("dead", gone.pid), ("live", os.getpid())):
+            run = instance.create_run_for_job(_one_op)
+            instance.handle_new_event(_started_event(run))
+            instance.report_engine_event(f"{STARTED_PROCESS} (pid: {pid}).", run, EngineEventData.in_process(pid))
+            runs[name] = run.run_id
+        assert fail_dead_runs(instance) == []  # the CLI
+        with dg.build_sensor_context(instance=instance) as context:
+            skipped = dead_runs_sensor(context)
+        statuses = {name: instance.get_run_by_id(run_id).status for name, run_id in runs.items()}
+        assert statuses == {"dead": dg.DagsterRunStatus.FAILURE, "live": dg.DagsterRunStatus.STARTED}
+        assert f"process {gone.pid} on {liveness.hostname()} is gone" in skipped.skip_message
+        assert f"process {gone.pid} on {liveness.hostname()} is gone" in failure_message_of(instance, runs["dead"])
+
+
+@dg.op
+def _nothing() -> None:
+    pass
+
+
+@dg.job
+def _one_op() -> None:
+    _nothing()
+
+
+def _started_event(run) -> dg.EventLogEntry:
+    event = dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, run.job_name)
+    return dg.EventLogEntry(error_info=None, level="debug", user_message="", run_id=run.run_id, timestamp=time.time(), dagster_event=event)
+
+
+def failure_message_of(instance: dg.DagsterInstance, run_id: str) -> str:
+    [event] = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+    return event.user_message or event.dagster_event.message
 
 
 @pytest.mark.slow
@@ -179,8 +228,8 @@ def _wait_for_worker(home: Path, daemon: subprocess.Popen, log: Path) -> tuple[s
         with dg.DagsterInstance.from_config(str(home)) as instance:
             for record in instance.get_run_records():
                 run_id = record.dagster_run.run_id
-                steps = instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
-                started = [e for e in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT) if "(pid:" in e.user_message]
+                steps = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)
+                started = [e for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT) if "(pid:" in e.user_message]
                 if steps and started:
                     return run_id, int(started[0].dagster_event.engine_event_data.metadata["pid"].value)
         time.sleep(1)
@@ -222,7 +271,7 @@ def test_a_daemon_run_whose_worker_is_killed_leaves_no_step_writing_after_it_fai
             with dg.DagsterInstance.from_config(str(home)) as instance:
                 pids = {
                     int(e.dagster_event.engine_event_data.metadata["pid"].value)
-                    for e in instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT)
+                    for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
                     if "(pid:" in e.user_message and "pid" in e.dagster_event.engine_event_data.metadata
                 }
             os.kill(worker, signal.SIGKILL)
@@ -231,11 +280,11 @@ def test_a_daemon_run_whose_worker_is_killed_leaves_no_step_writing_after_it_fai
                 assert time.monotonic() < deadline, log.read_text()[-3000:]
                 time.sleep(1)
             time.sleep(2)
-            alive = [pid for pid in pids if liveness._stat(pid) is not None and liveness._stat(pid)[0] != "Z"]
+            alive = [pid for pid in pids if liveness.alive(pid)]
             assert alive == [], f"processes of the failed run are alive: {alive}"
         time.sleep(5)  # the lock is free: a step still alive would write now
         with dg.DagsterInstance.from_config(str(home)) as instance:
-            assert instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION) == []
+            assert instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION) == []
     finally:
         stop(daemon)
     assert not (warehouse / "_source.json").exists()

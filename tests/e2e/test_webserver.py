@@ -180,8 +180,10 @@ def test_ui_shows_a_partition_per_upstream_version_and_a_new_commit_adds_one_run
         [entry] = state["workspaceOrError"]["locationEntries"]
         assert entry["name"] == "liger_warehouse", "the code location's fixed name ([tool.dg.project] code_location_name)"
         [repository] = entry["locationOrLoadError"]["repositories"]
-        # The upstream sensor runs by default; declarative automation waits to be turned on, as Dagster's own does.
+        # The upstream sensor and the one that fails dead runs run by default; declarative automation waits to be
+        # turned on, as Dagster's own does.
         assert {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]} == {
+            "dead_runs_sensor": "RUNNING",
             "upstream_data_sensor": "RUNNING",
             "warehouse_automation": "STOPPED",
         }

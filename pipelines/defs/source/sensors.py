@@ -4,7 +4,6 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from pipelines.core import settings
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import ingest_everything, ingest_request
 from pipelines.ingest.source.listing import SourceError
@@ -29,12 +28,18 @@ ATTEMPT_TAG = "upstream/attempt"
 FINISHED_BADLY = {dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 
-@dg.sensor(
-    job=ingest_everything,
-    minimum_interval_seconds=settings.read().sensor_interval_s,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-)
-def upstream_data_sensor(context: dg.SensorEvaluationContext, warehouse: Warehouse) -> dg.SensorResult:
+def upstream_data_sensor_every(interval_s: int) -> dg.SensorDefinition:
+    """The upstream sensor, ticking at most every `interval_s` seconds (LIGER_SENSOR_INTERVAL_S): made when the
+    definitions load, from the settings they read (pipelines/definitions.py), not at import."""
+    return dg.sensor(
+        job=ingest_everything,
+        name="upstream_data_sensor",
+        minimum_interval_seconds=interval_s,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+    )(ask_upstream)
+
+
+def ask_upstream(context: dg.SensorEvaluationContext, warehouse: Warehouse) -> dg.SensorResult:
     """At most hourly (`LIGER_SENSOR_INTERVAL_S`), ask upstream for its branch head (`git ls-remote`); when it moved, add its new
     snapshots as partitions of raw_snapshots and start one run that stages them, only if a data file
     changed. The cursor is the last head the warehouse holds: it moves past a head only once its run succeeded,
