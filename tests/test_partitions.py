@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import subprocess
 
 import dagster as dg
 import pytest
@@ -13,6 +15,7 @@ from test_materialize import DATA, load_defs, staged
 
 from pipelines.core import layout
 from pipelines.ingest import staging
+from pipelines.ingest.steps import recorded_listing
 from pipelines.orchestration import plan
 from pipelines.orchestration.materialize import ingest
 
@@ -33,7 +36,6 @@ def new_normalizer(monkeypatch):
     def load() -> None:
         monkeypatch.setattr(staging, "NORMALIZER_VERSION", version)
         monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", version)
-        monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion(f"normalizer-{version}"))
         importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
 
     yield load
@@ -126,3 +128,46 @@ def test_every_asset_writes_through_one_dagster_pool_of_one_slot():
         instance = yaml.safe_load(config.read_text())
         assert instance["concurrency"]["pools"]["default_limit"] == 1
         assert "max_concurrent_runs" not in instance["run_coordinator"].get("config", {})
+
+
+def partition_versions(instance: dg.DagsterInstance, keys: list[str]) -> dict[str, str]:
+    """Each partition's data version as Dagster's staleness reads it (its latest materialization's)."""
+    return {
+        key: instance.get_latest_data_version_record(RAW, partition_key=key).asset_materialization.tags["dagster/data_version"]
+        for key in keys
+    }
+
+
+@pytest.mark.slow
+def test_a_partitions_data_version_is_its_content_so_a_rewritten_snapshot_gets_a_new_one(upstream_repo, tmp_path, monkeypatch):
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "two")
+    warehouse, cache = tmp_path / "warehouse", tmp_path / "cache"
+    definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, cache)
+    with dg.instance_for_test() as instance:
+        assert ingest(definitions, instance).success
+        keys = instance.get_dynamic_partitions("snapshots")
+        versions = partition_versions(instance, keys)
+        # One range run: every partition still carries its own content, not the run's one data version.
+        contents = {key: hashlib.sha256(git_bytes(upstream_repo.path, f"{key.split('/')[0]}:{DATA}")).hexdigest() for key in keys}
+        assert versions == {key: f"sha256:{contents[key]}.normalizer:{staging.NORMALIZER_VERSION}" for key in keys}
+        assert len(set(versions.values())) == 2
+
+        # Upstream's bytes of the first snapshot replaced under the same commit and file (a git replace object in the
+        # clone the warehouse reads): the same partition id with new content. Staged again, it gets a new data version.
+        first, second = keys
+        [clone] = [path for path in cache.iterdir() if path.name.startswith("git-") and path.is_dir()]
+        rewritten = liger_csv(liger_row(y50="0.7")).encode()
+        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=clone, input=rewritten, capture_output=True, check=True)
+        git(clone, "replace", git(clone, "rev-parse", f"{first.split('/')[0]}:{DATA}"), blob.stdout.decode().strip())
+        job = definitions.resolve_implicit_global_asset_job_def()
+        assert job.execute_in_process(instance=instance, partition_key=first, asset_selection=[RAW]).success
+        after = partition_versions(instance, keys)
+        assert after[first] == f"sha256:{hashlib.sha256(rewritten).hexdigest()}.normalizer:{staging.NORMALIZER_VERSION}"
+        assert after[first] != versions[first] and after[second] == versions[second]
+        # Dagster's record and the staging agree again: nothing to stage.
+        assert plan.plan_ingest(instance, warehouse, recorded_listing(warehouse)).stage_keys == ()
+
+
+def git_bytes(repo, spec: str) -> bytes:
+    return subprocess.run(["git", "show", spec], cwd=repo, capture_output=True, check=True).stdout
