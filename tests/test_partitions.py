@@ -91,7 +91,7 @@ def data_versions(instance: dg.DagsterInstance) -> dict[str, str]:
     }
 
 
-def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo, tmp_path):
+def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo, tmp_path, monkeypatch):
     import polars as pl
     from polars.testing import assert_frame_equal
 
@@ -100,6 +100,10 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     from pipelines.ingest import stage_pool
     from pipelines.ingest.steps import stage_new, sync
 
+    # Whatever their pace, the workers start after the first snapshot (which this process stages).
+    monkeypatch.setattr(stage_pool, "PARALLEL_AFTER_S", 0.0)
+    started = []
+    monkeypatch.setattr(stage_pool, "_on_workers", spying(stage_pool._on_workers, started))
     for day in range(1, stage_pool.PARALLEL_FROM + 2):
         rows = [liger_row(timestamp=f"2025-01-{day:02d} 00:00:00", y50=f"0.{day}"), liger_row(provider="torch", x_value=str(day))]
         upstream_repo.commit({DATA: liger_csv(*rows)}, f"day {day}")
@@ -111,8 +115,19 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
         assert len(stage_new(warehouse, source, listing, workers=workers).staged) == stage_pool.PARALLEL_FROM + 1
         build_tables(warehouse, listing)
         built[workers] = {name: pl.read_parquet(warehouse / f"{name}.parquet") for name in TABLE_NAMES}
+    assert started == [stage_pool.PARALLEL_FROM], "two workers staged all but the first snapshot"
     for name in TABLE_NAMES:
         assert_frame_equal(built[1][name], built[2][name], check_exact=True)
+
+
+def spying(function, calls: list):
+    """`function`, recording how many jobs each call was given."""
+
+    def spy(warehouse, settings, jobs, workers):
+        calls.append(len(jobs))
+        return function(warehouse, settings, jobs, workers)
+
+    return spy
 
 
 def test_every_asset_writes_through_one_dagster_pool_of_one_slot():

@@ -44,6 +44,8 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     `benchmarks/<commit>/benchmark.csv` (stream `ci`, upstream's CI history). Each snapshot not seen
     before becomes a partition of raw_snapshots."""
     listing = _listed_by_the_command(context, warehouse)
+    # Each log line is an event written to the instance: one line says both what was listed and by whom.
+    listed_by = " (listed by the command that started this run, not read again)" if listing is not None else ""
     if listing is None:
         with warehouse.writing():
             listing = sync(warehouse.path, warehouse.settings)
@@ -52,7 +54,7 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     # partition yet" would count none of the snapshots this very run stages.
     staged = context.instance.get_materialized_partitions(raw_snapshots.key)
     new = [ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in staged]
-    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new (never staged)")
+    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new (never staged){listed_by}")
     return dg.MaterializeResult(
         metadata={
             "source": warehouse.source,
@@ -151,7 +153,6 @@ def _listed_by_the_command(context: dg.AssetExecutionContext, warehouse: Warehou
         return None
     if listing is None or (listing.head or "") != head:
         return None
-    context.log.info("the source was listed by the command that started this run: not read again")
     return listing
 
 
