@@ -100,11 +100,12 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     from pipelines.ingest import stage_pool
     from pipelines.ingest.steps import stage_new, sync
 
-    # Whatever their pace, the workers start after the first snapshot (which this process stages).
+    # Whatever their pace, the workers start once this process has staged the first and its sample of the pace.
     monkeypatch.setattr(stage_pool, "PARALLEL_AFTER_S", 0.0)
     started = []
     monkeypatch.setattr(stage_pool, "_on_workers", spying(stage_pool._on_workers, started))
-    for day in range(1, stage_pool.PARALLEL_FROM + 2):
+    count = 1 + stage_pool.SAMPLE + stage_pool.PARALLEL_FROM
+    for day in range(1, count + 1):
         rows = [liger_row(timestamp=f"2025-01-{day:02d} 00:00:00", y50=f"0.{day}"), liger_row(provider="torch", x_value=str(day))]
         upstream_repo.commit({DATA: liger_csv(*rows)}, f"day {day}")
     built = {}
@@ -112,10 +113,10 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
         warehouse = tmp_path / f"warehouse-{workers}"
         source = for_source(str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache")
         listing = sync(warehouse, source)
-        assert len(stage_new(warehouse, source, listing, workers=workers).staged) == stage_pool.PARALLEL_FROM + 1
+        assert len(stage_new(warehouse, source, listing, workers=workers).staged) == count
         build_tables(warehouse, listing)
         built[workers] = {name: pl.read_parquet(warehouse / f"{name}.parquet") for name in TABLE_NAMES}
-    assert started == [stage_pool.PARALLEL_FROM], "two workers staged all but the first snapshot"
+    assert started == [stage_pool.PARALLEL_FROM], "two workers staged the snapshots after the sample"
     for name in TABLE_NAMES:
         assert_frame_equal(built[1][name], built[2][name], check_exact=True)
 

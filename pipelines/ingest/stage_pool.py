@@ -30,6 +30,9 @@ PARALLEL_FROM = 4
 # Staging the rest in this process, at the pace of those staged so far, would take longer than this: the workers start
 # for the rest. Measured on upstream's two streams (83 snapshots, 137k rows): 6-9 s here, 17-23 s with two workers.
 PARALLEL_AFTER_S = 15.0
+# The pace is judged on this many snapshots after the first, whose time is mostly warming up (imports, the source's
+# first read, an empty lookup cache): judged on the first alone, upstream's history looked ten times slower than it is.
+SAMPLE = 4
 
 _worker: dict = {}
 
@@ -38,14 +41,17 @@ def stage_all(warehouse: Path, settings: Settings, jobs: list[tuple[SnapshotRef,
     """Stage each (snapshot, ingest_seq) of `jobs`, yielding their metadata in the order of `jobs`: in this process
     while the rest would take at most PARALLEL_AFTER_S at the pace so far, on `workers` processes from then on."""
     source, cache = source_of(settings), DistinctCache()
-    started = time.perf_counter()
+    warm = None
     for done, (ref, seq) in enumerate(jobs):
         rest = len(jobs) - done
-        pace = (time.perf_counter() - started) / done if done else 0.0
-        if workers > 1 and len(jobs) >= PARALLEL_FROM and rest > 1 and done and pace * rest > PARALLEL_AFTER_S:
-            yield from _on_workers(warehouse, settings, jobs[done:], workers)
-            return
+        if warm is not None and done == 1 + SAMPLE and workers > 1 and rest >= PARALLEL_FROM:
+            pace = (time.perf_counter() - warm) / SAMPLE
+            if pace * rest > PARALLEL_AFTER_S:
+                yield from _on_workers(warehouse, settings, jobs[done:], workers)
+                return
         yield staging.stage_snapshot(warehouse, ref, source.read, cache, seq)
+        if done == 0:
+            warm = time.perf_counter()
 
 
 def _on_workers(warehouse: Path, settings: Settings, jobs: list[tuple[SnapshotRef, int]], workers: int) -> Iterator[staging.SnapshotMeta]:
