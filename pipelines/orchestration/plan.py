@@ -97,18 +97,25 @@ def recorded_versions(instance: dg.DagsterInstance, keys: list[str]) -> dict[str
     return {key: values[DATA_VERSION_TAG] for key, values in tags.items() if DATA_VERSION_TAG in values}
 
 
-def partition_materialization(meta: staging.SnapshotMeta, metadata: dict, instance: dg.DagsterInstance) -> dg.AssetMaterialization:
+def staged_from(instance: dg.DagsterInstance) -> dict[str, str]:
+    """The tags Dagster writes on a materialization for what it was computed from, here upstream_source's latest
+    materialization (as Dagster records it on a range's events), which its staleness compares."""
+    records = instance.fetch_materializations(UPSTREAM_SOURCE, limit=1).records
+    if not records:
+        return {}
+    name = UPSTREAM_SOURCE.to_user_string()
+    return {
+        f"dagster/input_data_version/{name}": records[0].asset_materialization.tags.get(DATA_VERSION_TAG, ""),
+        f"dagster/input_event_pointer/{name}": str(records[0].storage_id),
+    }
+
+
+def partition_materialization(meta: staging.SnapshotMeta, metadata: dict, inputs: dict[str, str]) -> dg.AssetMaterialization:
     """One partition's materialization as a range run reports it: Dagster gives every partition of a range one data
     version (dagster-io/dagster#34013), so each partition's own (what it holds) is reported after the range's, with
-    the tags Dagster's staleness reads: the code version, and what it was staged from (upstream_source's latest
-    materialization, as Dagster records it on the range's)."""
-    tags = {DATA_VERSION_TAG: staging.content_version(meta), CODE_VERSION_TAG: NORMALIZER_CODE_VERSION, USER_DATA_VERSION_TAG: "true"}
-    if records := instance.fetch_materializations(UPSTREAM_SOURCE, limit=1).records:
-        upstream = records[0]
-        name = UPSTREAM_SOURCE.to_user_string()
-        tags[f"dagster/input_data_version/{name}"] = upstream.asset_materialization.tags.get(DATA_VERSION_TAG, "")
-        tags[f"dagster/input_event_pointer/{name}"] = str(upstream.storage_id)
-    return dg.AssetMaterialization(asset_key=RAW_SNAPSHOTS, partition=meta.snapshot_id, metadata=metadata, tags=tags)
+    the tags Dagster's staleness reads: the code version and `inputs` (`staged_from`)."""
+    own = {DATA_VERSION_TAG: staging.content_version(meta), CODE_VERSION_TAG: NORMALIZER_CODE_VERSION, USER_DATA_VERSION_TAG: "true"}
+    return dg.AssetMaterialization(asset_key=RAW_SNAPSHOTS, partition=meta.snapshot_id, metadata=metadata, tags={**inputs, **own})
 
 
 def register(instance: dg.DagsterInstance, keys: tuple[str, ...] | list[str]) -> None:

@@ -21,6 +21,7 @@ from pipelines.orchestration.plan import (
     new_keys,
     partition_materialization,
     register,
+    staged_from,
 )
 from pipelines.storage import store
 
@@ -123,8 +124,9 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> It
         return
     # A range: Dagster records the run's one data version on every partition, then each partition's own follows.
     yield dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(f"range-run-{context.run.run_id}"))
+    inputs = staged_from(context.instance)
     for key in keys:
-        yield partition_materialization(metas[key], partition_metadata(metas[key]), context.instance)
+        yield partition_materialization(metas[key], partition_metadata(metas[key]), inputs)
 
 
 def _metas(warehouse: Warehouse, keys: list[str], staged: list[SnapshotMeta]) -> dict[str, SnapshotMeta]:
