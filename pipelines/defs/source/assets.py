@@ -122,7 +122,10 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> It
             data_version=dg.DataVersion(staging.content_version(metas[keys[0]])),
         )
         return
-    # A range: Dagster records the run's one data version on every partition, then each partition's own follows.
+    # A range: Dagster records the run's one data version on every partition, then each partition's own follows. Both
+    # carry the partition's metadata, so that every materialization of a partition says what it holds.
+    for key in keys:
+        context.add_asset_metadata(partition_metadata(metas[key]), partition_key=key)
     yield dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(f"range-run-{context.run.run_id}"))
     inputs = staged_from(context.instance)
     for key in keys:
