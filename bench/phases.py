@@ -122,7 +122,9 @@ def _phase_dagster_floor() -> dict:
 
 def _phase_run_events() -> dict:
     """What the newest run of DAGSTER_HOME's instance wrote to its event log, and the time from its first event
-    to its last: each event is a write to the instance's storage, Dagster's own cost per step, check and partition."""
+    to its last: each event is a write to the instance's storage, Dagster's own cost per step, check and partition.
+    Where that time went: before the first step starts (the planned events, the run's start), inside the steps (the
+    work, with the events they write), and the rest (the events between steps); and the events by kind."""
     import collections
 
     from pipelines.orchestration.instance_home import open_instance
@@ -130,11 +132,25 @@ def _phase_run_events() -> dict:
     with open_instance(Path(os.environ["DAGSTER_HOME"])) as instance:
         (run,) = instance.get_runs(limit=1)
         records = instance.all_logs(run.run_id)
-    kinds = collections.Counter(r.dagster_event.event_type_value for r in records if r.dagster_event)
+    kinds = collections.Counter(r.dagster_event.event_type_value if r.dagster_event else "LOG" for r in records)
+    started: dict[str, float] = {}
+    steps: dict[str, float] = {}
+    for record in records:
+        kind = record.dagster_event.event_type_value if record.dagster_event else None
+        if kind == "STEP_START":
+            started[record.step_key] = record.timestamp
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and record.step_key in started:
+            steps[record.step_key] = record.timestamp - started[record.step_key]
+    first_step = min(started.values(), default=records[-1].timestamp)
+    run_s = records[-1].timestamp - records[0].timestamp
     return {
         "events": len(records),
-        "run_s": records[-1].timestamp - records[0].timestamp,
+        "run_s": run_s,
         "materializations": kinds["ASSET_MATERIALIZATION"] + kinds["ASSET_MATERIALIZATION_PLANNED"],
+        "before_steps_s": first_step - records[0].timestamp,
+        "steps_s": {step: round(seconds, 2) for step, seconds in steps.items()},
+        "between_steps_s": run_s - (first_step - records[0].timestamp) - sum(steps.values()),
+        "event_kinds": dict(kinds.most_common()),
     }
 
 

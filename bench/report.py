@@ -107,6 +107,8 @@ def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
     summary["change_points_ratio"] = ratio(SERIES)
     summary["dagster_runs"] = {
         p.name: {"events": p.detail["events"], "run_s": _round(p.detail["run_s"]), "materializations": p.detail["materializations"]}
+        | {key: _round(p.detail[key]) for key in ("before_steps_s", "between_steps_s") if key in p.detail}
+        | {key: p.detail[key] for key in ("steps_s", "event_kinds") if key in p.detail}
         for p in phases
         if p.name in (DAGSTER_FLOOR, MATERIALIZE, NOOP) and p.detail
     }
@@ -204,6 +206,12 @@ def dagster_runs_line(summary: dict[str, object]) -> str | None:
         return None
     each = "; ".join(
         f"{name} {run['events']} events ({run['materializations']} planned or materialized), {run['run_s']:.2f} s"
+        + (
+            f" ({run['before_steps_s']:.2f} s before the first step, {sum(run['steps_s'].values()):.2f} s in {len(run['steps_s'])} steps, "
+            f"{run['between_steps_s']:.2f} s between them)"
+            if "steps_s" in run
+            else ""
+        )
         for name, run in runs.items()
     )
     return f"Dagster runs, first event to last: {each}"

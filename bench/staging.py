@@ -1,8 +1,9 @@
 """`python -m bench.staging`: staging many snapshots on one process against two.
 
 A range of partitions is one Dagster step; the step stages its snapshots on up to
-`LIGER_STAGING_WORKERS` processes (pipelines.ingest.stage_pool). This measures that
-step's work, the whole staging of a history, on one worker and on two, for the
+`LIGER_STAGING_WORKERS` processes (pipelines.ingest.stage_pool), which start only once staging the rest in the
+run's process would take longer than `stage_pool.PARALLEL_AFTER_S`. This measures that
+step's work, the whole staging of a history, on one worker and with two allowed, for the
 real history (the bundle in ../shared, or --source) and for a synthetic git
 history of --snapshots commits. Each staging starts from an empty warehouse with
 the source already cloned, so only staging is timed. Wall times and their ratio

@@ -126,6 +126,13 @@ def scan_staging(warehouse: Path) -> tuple[list[SnapshotMeta], list[DamagedSnaps
     return metas, damaged
 
 
+def content_version(meta: SnapshotMeta) -> str:
+    """What a staged snapshot holds, as one string: the sha256 of the file it was staged from and the normalizer that
+    staged it. raw_snapshots' data version per partition, so that Dagster's lineage shows which snapshot changed (a
+    snapshot rewritten under its id gets a new one) and which normalizer staged it."""
+    return f"sha256:{meta.content_sha256}.normalizer:{meta.normalizer_version}"
+
+
 def staged_metas(warehouse: Path) -> list[SnapshotMeta]:
     """Every completely staged snapshot of the current normalizer version (damaged ones are not)."""
     return scan_staging(warehouse)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -20,6 +21,11 @@ from pipelines.storage import store
 
 # Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
 CONSOLE_INFO = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+# Dagster's switch for one "materialization planned" event per asset of a range run, naming its partitions, instead
+# of one per partition (read when the run is created): 83 events fewer in a first run of upstream's two streams. What
+# it gives up: a range run that fails does not mark its partitions failed; the next plan stages them anyway (their
+# data versions are not what their staging folders hold).
+PLANNED_AS_ONE = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
 
 
 def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute) -> dg.ExecuteInProcessResult:
@@ -57,6 +63,7 @@ def materialize_all(home: Path, current: Settings, verbose: bool = False) -> int
     from pipelines.definitions import definitions_for
     from pipelines.orchestration.run_health import fail_dead_runs, worker_tags
 
+    os.environ.setdefault(PLANNED_AS_ONE, "true")
     try:
         with open_instance(home, capture_output=False) as instance:
             for message in fail_dead_runs(instance):

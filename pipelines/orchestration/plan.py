@@ -2,8 +2,9 @@
 
 Every upstream snapshot (commit, file) is a partition of `raw_snapshots`. The CLI, the sensor and the
 daily schedule all ask this one question and get one run: the new keys are registered, and the partitions
-that are missing, staged by another normalizer (code version) or whose staging is gone are staged as
-one range of the partitions (with everything downstream).
+whose record in Dagster does not say what their staging folder holds (never staged, staged from other content or
+by another normalizer, or a folder gone or damaged) are staged as one range of the partitions (with everything
+downstream).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from pipelines.ingest.source.listing import Listing
 
 SNAPSHOTS = dg.DynamicPartitionsDefinition(name="snapshots")
 RAW_SNAPSHOTS = dg.AssetKey("raw_snapshots")
-# The normalizer's version (a digest of its code) is raw_snapshots' code version: a new one makes every partition
-# stale. A snapshot's content never changes under its id, so what a partition holds is a function of that version
-# alone: it is the partition's data version too, which Dagster indexes by partition (its code version tag it does not).
+UPSTREAM_SOURCE = dg.AssetKey("upstream_source")
+# The normalizer's version (a digest of its code) is raw_snapshots' code version: a new one shows every partition stale.
 NORMALIZER_CODE_VERSION = staging.NORMALIZER_VERSION
-STAGED_DATA_VERSION = dg.DataVersion(f"normalizer-{staging.NORMALIZER_VERSION}")
+# A partition's data version is what it holds (staging.content_version: the file's sha256 and the normalizer), which
+# Dagster indexes by partition (the code version tag it does not): the plan reads it back from there.
 DATA_VERSION_TAG = "dagster/data_version"
+CODE_VERSION_TAG = "dagster/code_version"
+USER_DATA_VERSION_TAG = "dagster/data_version_is_user_provided"
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 # Set by a command that listed the source just before it started the run (the head it found): upstream_source then
 # takes that listing instead of reading the source a second time.
@@ -70,26 +73,49 @@ def new_keys(instance: dg.DagsterInstance, listing: Listing, registered: list[st
 
 
 def plan_ingest(instance: dg.DagsterInstance, warehouse: Path, listing: Listing) -> IngestPlan:
+    """Dagster decides: a listed partition is staged unless its latest materialization's data version is what its
+    staging folder holds. The folder is the storage, read only to know that it is there and intact (Dagster's record
+    cannot see a folder deleted or damaged by hand); a folder staged by another normalizer counts as not there."""
     registered = instance.get_dynamic_partitions(SNAPSHOTS.name)
     new = new_keys(instance, listing, registered)
     order = [*registered, *new]
-    listed = {ref.snapshot_id for ref in listing.snapshots}
-    needed = {key for key in order if key in listed} - _current(instance, warehouse, registered)
+    recorded = recorded_versions(instance, registered)
+    held = {meta.snapshot_id: staging.content_version(meta) for meta in staging.staged_metas(warehouse)}
+    needed = {ref.snapshot_id for ref in listing.snapshots if recorded.get(ref.snapshot_id, "") != held.get(ref.snapshot_id)}
     positions = [i for i, key in enumerate(order) if key in needed]
     stage = tuple(order[positions[0] : positions[-1] + 1]) if positions else ()
     return IngestPlan(new_keys=new, stage_keys=stage)
 
 
-def _current(instance: dg.DagsterInstance, warehouse: Path, registered: list[str]) -> set[str]:
-    """Partitions that need nothing: staged by this normalizer (Dagster's record) and staged intact
-    (the files: Dagster's record cannot see a staging folder deleted or damaged by hand)."""
-    if not registered:
-        return set()
+def recorded_versions(instance: dg.DagsterInstance, keys: list[str]) -> dict[str, str]:
+    """Dagster's record: the data version of each partition's latest materialization (those never materialized: none)."""
+    if not keys:
+        return {}
     tags = instance.event_log_storage.get_latest_tags_by_partition(
-        RAW_SNAPSHOTS, dg.DagsterEventType.ASSET_MATERIALIZATION, [DATA_VERSION_TAG], asset_partitions=registered
+        RAW_SNAPSHOTS, dg.DagsterEventType.ASSET_MATERIALIZATION, [DATA_VERSION_TAG], asset_partitions=keys
     )
-    materialized = {key for key, values in tags.items() if values.get(DATA_VERSION_TAG) == STAGED_DATA_VERSION.value}
-    return materialized & {meta.snapshot_id for meta in staging.staged_metas(warehouse)}
+    return {key: values[DATA_VERSION_TAG] for key, values in tags.items() if DATA_VERSION_TAG in values}
+
+
+def staged_from(instance: dg.DagsterInstance) -> dict[str, str]:
+    """The tags Dagster writes on a materialization for what it was computed from, here upstream_source's latest
+    materialization (as Dagster records it on a range's events), which its staleness compares."""
+    records = instance.fetch_materializations(UPSTREAM_SOURCE, limit=1).records
+    if not records:
+        return {}
+    name = UPSTREAM_SOURCE.to_user_string()
+    return {
+        f"dagster/input_data_version/{name}": records[0].asset_materialization.tags.get(DATA_VERSION_TAG, ""),
+        f"dagster/input_event_pointer/{name}": str(records[0].storage_id),
+    }
+
+
+def partition_materialization(meta: staging.SnapshotMeta, metadata: dict, inputs: dict[str, str]) -> dg.AssetMaterialization:
+    """One partition's materialization as a range run reports it: Dagster gives every partition of a range one data
+    version (dagster-io/dagster#34013), so each partition's own (what it holds) is reported after the range's, with
+    the tags Dagster's staleness reads: the code version and `inputs` (`staged_from`)."""
+    own = {DATA_VERSION_TAG: staging.content_version(meta), CODE_VERSION_TAG: NORMALIZER_CODE_VERSION, USER_DATA_VERSION_TAG: "true"}
+    return dg.AssetMaterialization(asset_key=RAW_SNAPSHOTS, partition=meta.snapshot_id, metadata=metadata, tags={**inputs, **own})
 
 
 def register(instance: dg.DagsterInstance, keys: tuple[str, ...] | list[str]) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import subprocess
 
 import dagster as dg
 import pytest
@@ -13,6 +15,7 @@ from test_materialize import DATA, load_defs, staged
 
 from pipelines.core import layout
 from pipelines.ingest import staging
+from pipelines.ingest.steps import recorded_listing
 from pipelines.orchestration import plan
 from pipelines.orchestration.materialize import ingest
 
@@ -33,7 +36,6 @@ def new_normalizer(monkeypatch):
     def load() -> None:
         monkeypatch.setattr(staging, "NORMALIZER_VERSION", version)
         monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", version)
-        monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion(f"normalizer-{version}"))
         importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
 
     yield load
@@ -89,7 +91,7 @@ def data_versions(instance: dg.DagsterInstance) -> dict[str, str]:
     }
 
 
-def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo, tmp_path):
+def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo, tmp_path, monkeypatch):
     import polars as pl
     from polars.testing import assert_frame_equal
 
@@ -98,7 +100,12 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     from pipelines.ingest import stage_pool
     from pipelines.ingest.steps import stage_new, sync
 
-    for day in range(1, stage_pool.PARALLEL_FROM + 2):
+    # Whatever their pace, the workers start once this process has staged the first and its sample of the pace.
+    monkeypatch.setattr(stage_pool, "PARALLEL_AFTER_S", 0.0)
+    started = []
+    monkeypatch.setattr(stage_pool, "_on_workers", spying(stage_pool._on_workers, started))
+    count = 1 + stage_pool.SAMPLE + stage_pool.PARALLEL_FROM
+    for day in range(1, count + 1):
         rows = [liger_row(timestamp=f"2025-01-{day:02d} 00:00:00", y50=f"0.{day}"), liger_row(provider="torch", x_value=str(day))]
         upstream_repo.commit({DATA: liger_csv(*rows)}, f"day {day}")
     built = {}
@@ -106,11 +113,22 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
         warehouse = tmp_path / f"warehouse-{workers}"
         source = for_source(str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache")
         listing = sync(warehouse, source)
-        assert len(stage_new(warehouse, source, listing, workers=workers).staged) == stage_pool.PARALLEL_FROM + 1
+        assert len(stage_new(warehouse, source, listing, workers=workers).staged) == count
         build_tables(warehouse, listing)
         built[workers] = {name: pl.read_parquet(warehouse / f"{name}.parquet") for name in TABLE_NAMES}
+    assert started == [stage_pool.PARALLEL_FROM], "two workers staged the snapshots after the sample"
     for name in TABLE_NAMES:
         assert_frame_equal(built[1][name], built[2][name], check_exact=True)
+
+
+def spying(function, calls: list):
+    """`function`, recording how many jobs each call was given."""
+
+    def spy(warehouse, settings, jobs, workers):
+        calls.append(len(jobs))
+        return function(warehouse, settings, jobs, workers)
+
+    return spy
 
 
 def test_every_asset_writes_through_one_dagster_pool_of_one_slot():
@@ -126,3 +144,46 @@ def test_every_asset_writes_through_one_dagster_pool_of_one_slot():
         instance = yaml.safe_load(config.read_text())
         assert instance["concurrency"]["pools"]["default_limit"] == 1
         assert "max_concurrent_runs" not in instance["run_coordinator"].get("config", {})
+
+
+def partition_versions(instance: dg.DagsterInstance, keys: list[str]) -> dict[str, str]:
+    """Each partition's data version as Dagster's staleness reads it (its latest materialization's)."""
+    return {
+        key: instance.get_latest_data_version_record(RAW, partition_key=key).asset_materialization.tags["dagster/data_version"]
+        for key in keys
+    }
+
+
+@pytest.mark.slow
+def test_a_partitions_data_version_is_its_content_so_a_rewritten_snapshot_gets_a_new_one(upstream_repo, tmp_path, monkeypatch):
+    upstream_repo.commit({DATA: liger_csv(liger_row())}, "one")
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="torch"))}, "two")
+    warehouse, cache = tmp_path / "warehouse", tmp_path / "cache"
+    definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, cache)
+    with dg.instance_for_test() as instance:
+        assert ingest(definitions, instance).success
+        keys = instance.get_dynamic_partitions("snapshots")
+        versions = partition_versions(instance, keys)
+        # One range run: every partition still carries its own content, not the run's one data version.
+        contents = {key: hashlib.sha256(git_bytes(upstream_repo.path, f"{key.split('/')[0]}:{DATA}")).hexdigest() for key in keys}
+        assert versions == {key: f"sha256:{contents[key]}.normalizer:{staging.NORMALIZER_VERSION}" for key in keys}
+        assert len(set(versions.values())) == 2
+
+        # Upstream's bytes of the first snapshot replaced under the same commit and file (a git replace object in the
+        # clone the warehouse reads): the same partition id with new content. Staged again, it gets a new data version.
+        first, second = keys
+        [clone] = [path for path in cache.iterdir() if path.name.startswith("git-") and path.is_dir()]
+        rewritten = liger_csv(liger_row(y50="0.7")).encode()
+        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=clone, input=rewritten, capture_output=True, check=True)
+        git(clone, "replace", git(clone, "rev-parse", f"{first.split('/')[0]}:{DATA}"), blob.stdout.decode().strip())
+        job = definitions.resolve_implicit_global_asset_job_def()
+        assert job.execute_in_process(instance=instance, partition_key=first, asset_selection=[RAW]).success
+        after = partition_versions(instance, keys)
+        assert after[first] == f"sha256:{hashlib.sha256(rewritten).hexdigest()}.normalizer:{staging.NORMALIZER_VERSION}"
+        assert after[first] != versions[first] and after[second] == versions[second]
+        # Dagster's record and the staging agree again: nothing to stage.
+        assert plan.plan_ingest(instance, warehouse, recorded_listing(warehouse)).stage_keys == ()
+
+
+def git_bytes(repo, spec: str) -> bytes:
+    return subprocess.run(["git", "show", spec], cwd=repo, capture_output=True, check=True).stdout

@@ -266,7 +266,6 @@ def test_a_normalizer_change_shows_the_staged_partitions_stale_and_the_next_run_
             changed = code_version.code_version(["pipelines.ingest.staging"]) + "-changed"
             monkeypatch.setattr(staging, "NORMALIZER_VERSION", changed)
             monkeypatch.setattr(plan, "NORMALIZER_CODE_VERSION", changed)
-            monkeypatch.setattr(plan, "STAGED_DATA_VERSION", dg.DataVersion(f"normalizer-{changed}"))
             importlib.reload(importlib.import_module("pipelines.defs.source.assets"))
             definitions = reload_definitions(monkeypatch, tmp_path, upstream_repo.path)
             statuses = partition_status(definitions, instance)

@@ -132,7 +132,11 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     assert runs["floor: trivial 3-asset Dagster run"]["materializations"] == 6
     assert runs["materialize real history"]["events"] > runs["floor: trivial 3-asset Dagster run"]["events"]
     assert all(run["run_s"] > 0 for run in runs.values())
-    assert "\nDagster runs, first event to last: " in done.stdout
+    # Where each run's time went: the steps it ran (the first stages raw_snapshots, the re-run stages nothing),
+    # the time before them, and the events by kind.
+    assert "raw_snapshots" in runs["materialize real history"]["steps_s"] and "raw_snapshots" not in runs["no-change re-run"]["steps_s"]
+    assert all(run["before_steps_s"] >= 0 and sum(run["event_kinds"].values()) == run["events"] for run in runs.values())
+    assert "\nDagster runs, first event to last: " in done.stdout and " s before the first step, " in done.stdout
     # The file is cached for the next run, and generated the same way each time.
     cached = synthetic.cached_csv(tmp_path / "data", rows)
     assert cached.read_bytes() == synthetic.write_csv(tmp_path / "again.csv", rows).read_bytes()

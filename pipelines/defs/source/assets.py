@@ -1,4 +1,5 @@
 import dataclasses
+from collections.abc import Iterator
 
 import dagster as dg
 
@@ -7,6 +8,7 @@ from pipelines.core.metadata import bounded_json
 from pipelines.core.schemas import RUN_ROWS
 from pipelines.defs.common import WRITERS, at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
+from pipelines.ingest import staging
 from pipelines.ingest.source.address import normalized_source
 from pipelines.ingest.source.listing import Listing, SnapshotRef, SourceError
 from pipelines.ingest.staging import SnapshotMeta
@@ -16,9 +18,10 @@ from pipelines.orchestration.plan import (
     LISTING_FAILED_TAG,
     NORMALIZER_CODE_VERSION,
     SNAPSHOTS,
-    STAGED_DATA_VERSION,
     new_keys,
+    partition_materialization,
     register,
+    staged_from,
 )
 from pipelines.storage import store
 
@@ -42,6 +45,8 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     `benchmarks/<commit>/benchmark.csv` (stream `ci`, upstream's CI history). Each snapshot not seen
     before becomes a partition of raw_snapshots."""
     listing = _listed_by_the_command(context, warehouse)
+    # Each log line is an event written to the instance: one line says both what was listed and by whom.
+    listed_by = " (listed by the command that started this run, not read again)" if listing is not None else ""
     if listing is None:
         with warehouse.writing():
             listing = sync(warehouse.path, warehouse.settings)
@@ -50,7 +55,7 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     # partition yet" would count none of the snapshots this very run stages.
     staged = context.instance.get_materialized_partitions(raw_snapshots.key)
     new = [ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in staged]
-    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new (never staged)")
+    context.log.info(f"{warehouse.source} at {listing.head}: {len(listing.snapshots)} snapshots, {len(new)} new (never staged){listed_by}")
     return dg.MaterializeResult(
         metadata={
             "source": warehouse.source,
@@ -76,10 +81,11 @@ def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> 
     code_version=NORMALIZER_CODE_VERSION,
     pool=WRITERS,
 )
-def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> Iterator[dg.MaterializeResult | dg.AssetMaterialization]:
     """One partition per upstream snapshot (commit, file), parsed and normalized into
     `WAREHOUSE_DIR/_staging/`. A run stages the partitions it covers (a range of them, in history
-    order) on up to `LIGER_STAGING_WORKERS` processes; the other partitions are not read."""
+    order) on up to `LIGER_STAGING_WORKERS` processes; the other partitions are not read. Each partition's
+    data version is what it holds: its file's sha256 and the normalizer's version."""
     if not (context.has_partition_key or context.has_partition_key_range):
         # `dagster job launch -j ingest_everything` names none; Dagster's own error would not say what to pass.
         raise dg.Failure(NO_PARTITION)
@@ -102,18 +108,40 @@ def raw_snapshots(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg
         context.log.warning(f"schema drift upstream: {shorten(warning)}")
     for repaired in report.repaired:
         context.log.warning(f"damaged staging: {shorten(repaired)}")
-    for meta in report.metas:
-        context.add_asset_metadata(partition_metadata(meta), partition_key=meta.snapshot_id)
-    return dg.MaterializeResult(
-        metadata={
-            "summary": summary,
-            "dagster/column_schema": table_schema(RUN_ROWS),
-            "snapshots_in_run": len(keys),
-            "snapshots_parsed": len(report.staged),
-            "staged_again_after_damage": dg.MetadataValue.json(bounded_json(report.repaired)),
-        },
-        data_version=STAGED_DATA_VERSION,
-    )
+    metadata = {
+        "summary": summary,
+        "dagster/column_schema": table_schema(RUN_ROWS),
+        "snapshots_in_run": len(keys),
+        "snapshots_parsed": len(report.staged),
+        "staged_again_after_damage": dg.MetadataValue.json(bounded_json(report.repaired)),
+    }
+    metas = _metas(warehouse, keys, report.metas)
+    if len(keys) == 1:
+        yield dg.MaterializeResult(
+            metadata={**metadata, **partition_metadata(metas[keys[0]])},
+            data_version=dg.DataVersion(staging.content_version(metas[keys[0]])),
+        )
+        return
+    # A range: Dagster records the run's one data version on every partition, then each partition's own follows. Both
+    # carry the partition's metadata, so that every materialization of a partition says what it holds.
+    for key in keys:
+        context.add_asset_metadata(partition_metadata(metas[key]), partition_key=key)
+    yield dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(f"range-run-{context.run.run_id}"))
+    inputs = staged_from(context.instance)
+    for key in keys:
+        yield partition_materialization(metas[key], partition_metadata(metas[key]), inputs)
+
+
+def _metas(warehouse: Warehouse, keys: list[str], staged: list[SnapshotMeta]) -> dict[str, SnapshotMeta]:
+    """The metadata of each of `keys`: those this run staged, and those it kept (no longer listed, their staging the
+    only copy), read back from their folders."""
+    metas = {meta.snapshot_id: meta for meta in staged}
+    if any(key not in metas for key in keys):
+        metas = {meta.snapshot_id: meta for meta in staging.staged_metas(warehouse.path)} | metas
+    missing = [key for key in keys if key not in metas]
+    if missing:
+        raise dg.Failure(f"snapshot {missing[0]} was neither staged nor found staged intact: run again to stage it")
+    return metas
 
 
 def _listed_by_the_command(context: dg.AssetExecutionContext, warehouse: Warehouse) -> Listing | None:
@@ -130,7 +158,6 @@ def _listed_by_the_command(context: dg.AssetExecutionContext, warehouse: Warehou
         return None
     if listing is None or (listing.head or "") != head:
         return None
-    context.log.info("the source was listed by the command that started this run: not read again")
     return listing
 
 
