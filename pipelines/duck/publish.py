@@ -12,6 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines import stages
 from pipelines.core import layout
 from pipelines.core.errors import UserError
 from pipelines.duck import database_build, lineage, versions
@@ -19,7 +20,7 @@ from pipelines.duck.db import STATISTICS, TABLES, SqlCheckResult, run_checks
 from pipelines.storage import builds
 
 # Where readers find the file: WAREHOUSE_DIR/warehouse.duckdb, a link into the published build.
-LINKS = {layout.DATABASE: layout.DATABASE}
+LINKS = stages.stage(layout.DATABASE_STAGE).published
 
 
 class DatabaseRefused(UserError):

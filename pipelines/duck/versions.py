@@ -1,7 +1,7 @@
 """The code version and the build key of each statistic and of warehouse.duckdb as a whole (`storage.builds`).
 
-A statistic's code is the builder with the SQL it runs: its own file, the macros and the intermediates its SQL
-reads (`lineage`). The series statistics (series_noise, change_points) are computed in Python by
+Both come from the stage registry (pipelines/stages.py). A statistic's code is the builder with the SQL it runs:
+its own file, the macros and the intermediates its SQL reads (`lineage`). The series statistics (series_noise, change_points) are computed in Python by
 `pipelines.series`, which no SQL statistic's version counts, with ruptures' version. A statistic's key adds the
 tables' key, the keys of the statistics it reads and the baselines: a change to one SQL file, a comment
 included (it is the statistic's description in the file), gives that statistic and those that read it a new
@@ -13,31 +13,23 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from pipelines.core import code_version, layout, sql_files
+from pipelines import stages
+from pipelines.core import layout
 from pipelines.duck import lineage
-from pipelines.duck.db import CHECKS, SERIES_STATISTICS, statistic_sql
-from pipelines.storage import builds
-
-BUILDER = "pipelines.duck.database_build"
-SERIES = "pipelines.series"
-SHARED_SQL = ("macros",)
 
 
 @functools.cache
 def statistic_code_version(name: str) -> str:
-    if name in SERIES_STATISTICS:
-        return code_version.code_version(
-            [BUILDER, f"{SERIES}.tables"], sql=[*SHARED_SQL, *sql_files.names("series")], libraries=["ruptures"]
-        )
+    """The statistic's code version in the stage registry (pipelines/stages.py), with the SQL of the intermediates
+    its SQL reads."""
     intermediates = [f"statistics/{intermediate}" for intermediate in lineage.intermediates_read(name)]
-    return code_version.code_version([BUILDER], sql=[*SHARED_SQL, *intermediates, statistic_sql(name)], leave_out=[SERIES])
+    return stages.code_version(stages.statistic(name).name, extra_sql=intermediates)
 
 
 @functools.cache
 def database_code_version() -> str:
     """What the file holds beside the statistics: the tables' copies and comments, the readers' views, the checks."""
-    sql = [*SHARED_SQL, *sql_files.names("views"), *(f"checks/{check}" for check in CHECKS)]
-    return code_version.code_version([BUILDER], sql=sql, leave_out=[SERIES])
+    return stages.code_version(layout.DATABASE_STAGE)
 
 
 def statistic_keys(tables_key: str, baselines: Sequence[str], kept: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -50,9 +42,9 @@ def statistic_keys(tables_key: str, baselines: Sequence[str], kept: Mapping[str,
             keys[name] = kept[name]
             continue
         inputs = {"tables": tables_key, **{statistic: keys[statistic] for statistic in reads}}
-        keys[name] = builds.build_key(f"statistics/{name}", statistic_code_version(name), inputs, list(baselines))
+        keys[name] = stages.build_key(stages.statistic(name).name, statistic_code_version(name), inputs, list(baselines))
     return keys
 
 
 def database_key(statistics: dict[str, str], baselines: Sequence[str]) -> str:
-    return builds.build_key(layout.DATABASE_STAGE, database_code_version(), statistics, list(baselines))
+    return stages.build_key(layout.DATABASE_STAGE, database_code_version(), statistics, list(baselines))

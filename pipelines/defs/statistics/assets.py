@@ -1,5 +1,6 @@
 import dagster as dg
 
+from pipelines import stages
 from pipelines.core import column_docs, sql_files
 from pipelines.core.layout import DATABASE, Layout
 from pipelines.core.metadata import format_cell, markdown_table
@@ -19,7 +20,7 @@ INTACT_ASSET = "provider_comparisons"
 def _spec(name: str) -> dg.AssetSpec:
     return dg.AssetSpec(
         name,
-        deps=[*db.TABLES, *lineage.statistic_inputs()[name]],
+        deps=[*stages.input_assets(stages.statistic(name).name), *lineage.statistic_inputs()[name]],
         description=sql_files.description(db.statistic_sql(name)),
         group_name=GROUP,
         kinds={"duckdb", "sql"},
