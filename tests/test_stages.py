@@ -29,7 +29,7 @@ def with_module(monkeypatch, tmp_path: Path, module: str, addition: str) -> None
 
 
 def test_the_registry_names_what_the_code_has():
-    assert stages.TABLES == tuple(schemas.TABLES)
+    assert tuple(schemas.TABLES) == stages.TABLES
     assert set(stages.SQL_CHECKS) == set(db.CHECKS)
     assert {*stages.SERIES_STATISTICS, *stages.SQL_STATISTICS} == set(db.STATISTICS)
     assert set(stages.SERIES_STATISTICS) == set(db.SERIES_STATISTICS)
@@ -53,7 +53,14 @@ def test_every_stage_reads_stages_and_its_entry_function_exists():
 
 
 def test_the_build_checks_are_generated_from_the_stages_that_publish():
-    assert {stage for stage, _, _ in checks.STAGES} == {"tables", "database", "resource_documents", "latest_liger_csvs", "bmf_exports", "report"}
+    assert {stage for stage, _, _ in checks.STAGES} == {
+        "tables",
+        "database",
+        "resource_documents",
+        "latest_liger_csvs",
+        "bmf_exports",
+        "report",
+    }
     for stage, asset, links in checks.STAGES:
         assert asset in {output for found in stages.STAGES.values() for output in found.outputs}, stage
         assert links == stages.stage(stage).published
