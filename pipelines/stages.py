@@ -18,7 +18,7 @@ libraries whose versions change what it writes. What is generated from it:
 - the Dagster specs' deps and code versions (`defs/`).
 
 The edges between the statistics are not listed here: each statistic reads the tables, and the statistics its
-SQL names, which `duck/lineage.py` reads from the SQL with DuckDB's parser (`version_changes` reads
+SQL names, which `statistics/lineage.py` reads from the SQL with DuckDB's parser (`version_changes` reads
 `series_noise`). Bump a stage's `format` when what it writes changes shape without its code changing (a library's
 file format, say), so every warehouse builds it again.
 """
@@ -43,7 +43,7 @@ QUIET: tuple[str, ...] = (
     "pipelines.orchestration.console",
 )
 CATALOGS: tuple[str, ...] = ("catalog/gpus.csv", "catalog/kernels.csv")
-# Every statistic of warehouse.duckdb (as `duck.db.STATISTICS` lists them); the series statistics come from Python.
+# Every statistic of warehouse.duckdb (as `statistics.db.STATISTICS` lists them); the series statistics come from Python.
 SQL_STATISTICS: tuple[str, ...] = (
     "run_noise",
     "provider_comparisons",
@@ -53,11 +53,11 @@ SQL_STATISTICS: tuple[str, ...] = (
     "version_changes",
 )
 SERIES_STATISTICS: tuple[str, ...] = ("series_noise", "change_points")
-# The SPEC tables (as `core.schemas.TABLES` lists them) and the statistics' checks (`duck.db.CHECKS`): named here so
+# The SPEC tables (as `core.schemas.TABLES` lists them) and the statistics' checks (`statistics.db.CHECKS`): named here so
 # that this module imports neither polars nor DuckDB; tests/test_stages.py holds them equal.
 TABLES: tuple[str, ...] = ("runs", "measurements", "environments", "protocols", "snapshots", "run_snapshots", "quarantine")
 SQL_CHECKS: tuple[str, ...] = ("group_runs_consistent", "ratios_positive_finite", "scorecard_counts_add_up", "change_points_consistent")
-DATABASE_BUILDER = "pipelines.duck.database_build"
+DATABASE_BUILDER = "pipelines.statistics.database_build"
 SERIES_MODULES = "pipelines.series"
 
 
@@ -89,18 +89,18 @@ def _statistic(name: str) -> Stage:
         return Stage(
             f"statistics/{name}",
             inputs=("tables",),
-            entry="pipelines.series.tables:build",
+            entry="pipelines.series.series_tables:build",
             outputs=(name,),
             sql=("macros", "series/change_points", "series/series", "series/series_points"),
             libraries=("duckdb", "numpy", "pyarrow", "ruptures"),
-            modules=(DATABASE_BUILDER, f"{SERIES_MODULES}.tables"),
+            modules=(DATABASE_BUILDER, f"{SERIES_MODULES}.series_tables"),
         )
     return Stage(
         f"statistics/{name}",
         inputs=("tables",),
         entry=f"{DATABASE_BUILDER}:build_database",
         outputs=(name,),
-        # The intermediates its SQL reads are added by `duck.versions` (their names come from the SQL too).
+        # The intermediates its SQL reads are added by `statistics.statistic_versions` (their names come from the SQL too).
         sql=("macros", f"statistics/{name}"),
         libraries=("duckdb",),
         modules=(DATABASE_BUILDER,),
@@ -121,7 +121,7 @@ STAGES: dict[str, Stage] = {
         Stage(
             layout.TABLES_STAGE,
             inputs=("raw_snapshots",),
-            entry="pipelines.assemble.build:build_tables",
+            entry="pipelines.assemble.tables_build:build_tables",
             outputs=TABLES,
             libraries=("polars", "pyarrow"),
             files=CATALOGS,
@@ -132,7 +132,7 @@ STAGES: dict[str, Stage] = {
         Stage(
             layout.DATABASE_STAGE,
             inputs=tuple(f"statistics/{name}" for name in (*SERIES_STATISTICS, *SQL_STATISTICS)),
-            entry="pipelines.duck.publish:build_database_if_changed",
+            entry="pipelines.statistics.database_publish:build_database_if_changed",
             outputs=(),  # the file holds the statistics, which are its assets
             # The readers' views, the checks and the tables' copies and comments, beside the statistics.
             sql=("macros", "views/commit_places", "views/readable_runs", *(f"checks/{check}" for check in SQL_CHECKS)),
@@ -172,7 +172,7 @@ STAGES: dict[str, Stage] = {
         Stage(
             layout.REPORT_STAGE,
             inputs=(layout.TABLES_STAGE, layout.DATABASE_STAGE),
-            entry="pipelines.exports.report.build:build_report_if_stale",
+            entry="pipelines.exports.report.report_build:build_report_if_stale",
             outputs=("report",),
             sql=("report/report_change_points", "report/report_points", "report/report_runs", "report/report_series"),
             libraries=("duckdb", "numpy", "pyarrow"),
