@@ -9,9 +9,10 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines import stages
 from pipelines.assemble import assembly as tables
 from pipelines.assemble import checks
-from pipelines.core import catalog, code_version, layout, schemas
+from pipelines.core import layout, schemas
 from pipelines.core.errors import UserError
 from pipelines.ingest import staging
 from pipelines.ingest.source import Listing
@@ -19,7 +20,7 @@ from pipelines.storage import builds, store
 
 TABLE_NAMES = tuple(schemas.TABLES)  # the registry of tables is their schemas
 # Where readers find each table: WAREHOUSE_DIR/<table>.parquet, a link into the published build.
-LINKS = {layout.table_file(name): layout.table_file(name) for name in TABLE_NAMES}
+LINKS = stages.stage(layout.TABLES_STAGE).published
 # The contract checks, each on the table it concerns; a build that fails a blocking one is never published.
 CHECKS: tuple[tuple[str, str, object, bool], ...] = (
     ("runs", "run_id_unique", checks.run_ids_unique, True),
@@ -34,8 +35,8 @@ BLOCKING = frozenset(name for _, name, _, blocking in CHECKS if blocking)
 
 @functools.cache
 def tables_code_version() -> str:
-    """The code that assembles the tables (and all it imports), with the catalogs it joins."""
-    return code_version.code_version(["pipelines.assemble.tables_build"], files=sorted(catalog.CATALOG_DIR.glob("*.csv")))
+    """The code that assembles the tables (and all it imports), with the catalogs it joins (pipelines/stages.py)."""
+    return stages.code_version(layout.TABLES_STAGE)
 
 
 class BuildRefused(UserError):
@@ -63,7 +64,7 @@ class TablesReport:
 
 
 def tables_key(metas: list[staging.SnapshotMeta], listing: Listing | None) -> str:
-    return builds.build_key(layout.TABLES_STAGE, tables_code_version(), tables.fingerprint(metas, listing))
+    return stages.build_key(layout.TABLES_STAGE, tables_code_version(), tables.fingerprint(metas, listing))
 
 
 def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:

@@ -144,12 +144,14 @@ def code_version(
     leave_out: Iterable[str] = (),
     libraries: Iterable[str] = (),
     files: Iterable[Path] = (),
+    format_version: str = "",
 ) -> str:
     """A digest of the behaviour of `closure(entries, leave_out)`, of the named SQL files (as `sql_files` names them),
-    of other `files` the stage reads as code (the catalogs), and of the versions of the `libraries` whose
-    results the stage writes as they compute them (ruptures' change points)."""
+    of other `files` the stage reads as code (the catalogs), of the versions of the `libraries` whose
+    results the stage writes as they compute them (ruptures' change points), and of the stage's explicit
+    `format_version` (pipelines/stages.py)."""
     known = modules()
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"format {format_version}\0".encode() if format_version else b"")
     for name in closure(entries, leave_out):
         digest.update(f"module {name}\0{behaviour(known[name])}\0".encode())
     for name in sorted(set(sql)):

@@ -8,25 +8,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.core import code_version
+from pipelines import stages
 from pipelines.statistics.database_publish import tables_key
 from pipelines.storage import builds
 
 
 @dataclass(frozen=True)
 class Export:
-    """How one export is built: its stage name, the module that writes it, and where it is published."""
+    """One export by its stage's name in the registry (pipelines/stages.py), which says what writes it and where it is
+    published."""
 
     stage: str
-    module: str
-    # Published path (relative to the warehouse) -> path in the build ("" for the build folder itself).
-    links: Mapping[str, str]
+
+    @property
+    def links(self) -> Mapping[str, str]:
+        """Published path (relative to the warehouse) -> path in the build ("" for the build folder itself)."""
+        return stages.stage(self.stage).published
 
     def code_version(self) -> str:
-        return code_version.code_version([self.module])
+        return stages.code_version(self.stage)
 
     def key(self, warehouse: Path) -> str:
-        return builds.build_key(self.stage, self.code_version(), {"tables": tables_key(warehouse)})
+        return stages.build_key(self.stage, self.code_version(), {"tables": tables_key(warehouse)})
 
 
 @dataclass(frozen=True)

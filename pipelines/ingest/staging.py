@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.core import code_version
+from pipelines import stages
 from pipelines.core import layout as warehouse_layout
 from pipelines.core.background import ahead
 from pipelines.core.schemas import LIGER_COLUMNS, RUN_ROWS
@@ -31,10 +31,10 @@ from pipelines.ingest.parse.records import iter_records
 from pipelines.ingest.source.listing import SnapshotRef
 from pipelines.storage import store
 
-# The normalizer's version: a digest of the code that stages a snapshot (this module and all it imports), never
-# a number bumped by hand. A snapshot staged by other code is staged again (see `scan_staging`), and it is
+# The normalizer's version: raw_snapshots' code version in the stage registry (pipelines/stages.py), a digest of the
+# code that stages a snapshot (this module and all it imports), never a number bumped by hand. A snapshot staged by other code is staged again (see `scan_staging`), and it is
 # raw_snapshots' code version in Dagster, which shows every partition stale when it changes.
-NORMALIZER_VERSION = code_version.code_version(["pipelines.ingest.staging"])
+NORMALIZER_VERSION = stages.code_version("raw_snapshots")
 # Columns of run rows whose values are nearly all distinct (see store.ParquetAppender).
 RUN_ROWS_UNIQUE = (
     "run_id",

@@ -26,13 +26,11 @@ import duckdb
 from pipelines.core import column_docs, sql_files
 from pipelines.core.layout import Layout
 from pipelines.series import series_tables
-from pipelines.statistics.db import SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, statistic_sql
+from pipelines.statistics.db import INTERMEDIATES, SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, statistic_sql
 from pipelines.storage import store
 
 # Loaded side by side, one connection each: runs alone takes as long as all the others.
 LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs"))
-# Temporary tables the statistics share, computed once per build and not kept in the file.
-INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
 # Long texts that are nearly all distinct, stored with zstd: DuckDB's default for text (dictionary
 # and FSST) spends its effort looking for repeats these columns lack. At 10M runs a run_id column
 # (157 characters) takes about a third of the time to write and half the space that way.
@@ -219,23 +217,30 @@ def _runs_in_run_id_order(con: duckdb.DuckDBPyConnection) -> bool:
 class Reuse:
     """Statistics an earlier warehouse.duckdb holds with the keys this build gives them (`statistic_versions`): the same
     code over the same tables and inputs, so the same rows. A change to one statistic's SQL computes that one (and
-    those that read it) and copies the rest, change points included."""
+    those that read it) and copies the rest, change points included. `kept`: those of them a run that selected
+    others copies as they are, a view included (its definition, which the current SQL may no longer be)."""
 
     database: Path | None = None
     statistics: frozenset[str] = frozenset()
+    kept: frozenset[str] = frozenset()
 
     def copied(self) -> frozenset[str]:
-        """The statistics copied: a view is made again (it is its SQL), and the series statistics are computed
-        together, so both are copied or neither."""
+        """The statistics whose rows are copied: a view is made again (it is its SQL) unless kept, and the series
+        statistics are computed together, so both are copied or neither."""
         tables = frozenset() if self.database is None else self.statistics - set(VIEWS)
         return tables if set(SERIES_STATISTICS) <= tables else tables - set(SERIES_STATISTICS)
+
+    def kept_views(self) -> frozenset[str]:
+        """The views whose definition is copied from the earlier file."""
+        return frozenset() if self.database is None else self.kept & set(VIEWS)
 
 
 def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], reuse: Reuse) -> dict[str, float]:
     """Make the statistics; return the seconds each intermediate and stored statistic took (the bench's
     breakdown of the statistics SQL, timed here so that it costs no second build)."""
     copied = reuse.copied()
-    if copied:
+    kept_views = reuse.kept_views()
+    if copied or kept_views:
         con.execute("ATTACH ? AS earlier (READ_ONLY)", [str(reuse.database)])
     con.execute(sql_files.text("macros"))
     # A bound parameter, never spliced into SQL text; the statistics read getvariable('baselines').
@@ -259,16 +264,24 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
         if name in SERIES_STATISTICS or name in copied:
             continue
         started = time.perf_counter()
-        if name in VIEWS:
+        if name in kept_views:
+            con.execute(_earlier_view(con, name))
+        elif name in VIEWS:
             con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         else:
             create_table(con, name, sql_files.text(f"statistics/{name}"))
         seconds[name] = time.perf_counter() - started
     for name in INTERMEDIATES:
         con.execute(f'DROP TABLE "{name}"')
-    if copied:
+    if copied or kept_views:
         con.execute("DETACH earlier")
     return seconds
+
+
+def _earlier_view(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """The CREATE VIEW statement of view `name` in the earlier file: its names resolve in the file being built."""
+    (sql,) = con.execute("SELECT sql FROM duckdb_views() WHERE database_name = 'earlier' AND view_name = ?", [name]).fetchone()
+    return sql
 
 
 def _row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:

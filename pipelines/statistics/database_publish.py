@@ -8,19 +8,20 @@ keep the file first reads it whole (a few seconds at 10M runs) and builds it aga
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines import stages
 from pipelines.core import layout
 from pipelines.core.errors import UserError
-from pipelines.statistics import database_build
+from pipelines.statistics import database_build, lineage
 from pipelines.statistics import statistic_versions as versions
-from pipelines.statistics.db import TABLES, SqlCheckResult, run_checks
+from pipelines.statistics.db import STATISTICS, TABLES, SqlCheckResult, run_checks
 from pipelines.storage import builds
 
 # Where readers find the file: WAREHOUSE_DIR/warehouse.duckdb, a link into the published build.
-LINKS = {layout.DATABASE: layout.DATABASE}
+LINKS = stages.stage(layout.DATABASE_STAGE).published
 
 
 class DatabaseRefused(UserError):
@@ -54,18 +55,25 @@ def tables_key(warehouse_dir: Path) -> str:
     return builds.build_key("unbuilt tables", "", states)
 
 
-def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> DatabaseBuild:
-    """Publish the database build of the tables and code as they are now, building it unless it exists intact."""
+def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str], selected: Collection[str] | None = None) -> DatabaseBuild:
+    """Publish the database build of the tables and code as they are now, building it unless it exists intact.
+
+    `selected` (None: every statistic) names the statistics this run makes: those and the statistics they read
+    (`lineage.needed`) get the keys the tables and code give them now, computed unless the published file holds
+    them with those keys; the others are copied from the published file as they are, with the keys they had.
+    """
     warehouse_dir = Path(warehouse_dir)
-    statistics = versions.statistic_keys(tables_key(warehouse_dir), baselines)
-    key = versions.database_key(statistics, baselines)
     stage = builds.Stage(warehouse_dir, layout.DATABASE_STAGE)
+    published = stage.current()
+    kept = _kept(published, warehouse_dir, lineage.needed(selected))
+    statistics = versions.statistic_keys(tables_key(warehouse_dir), baselines, kept)
+    key = versions.database_key(statistics, baselines)
     found = stage.get(key)
     damaged = _damage(found, warehouse_dir) if found is not None else None
     if found is not None and damaged is None:
         stage.publish(found, LINKS)
         return _outcome(found, rebuilt=False)
-    reuse = _reusable(stage.current(), warehouse_dir, statistics)
+    reuse = _reusable(published, warehouse_dir, statistics, frozenset(kept))
     build = stage.make(key, lambda folder: _write(warehouse_dir, baselines, statistics, folder, reuse))
     failing = [check for check in _checks(build) if not check.passed]
     if failing:
@@ -76,15 +84,29 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str]) -> 
     return _outcome(build, rebuilt=True, damaged=damaged)
 
 
-def _reusable(published: builds.Build | None, warehouse_dir: Path, statistics: dict[str, str]) -> database_build.Reuse:
+def _kept(published: builds.Build | None, warehouse_dir: Path, needed: frozenset[str]) -> dict[str, str]:
+    """The statistics not needed by this run that the published file holds, with their keys there; none when the
+    file is damaged (then every statistic is computed)."""
+    if published is None or needed >= set(STATISTICS):
+        return {}
+    earlier = published.result.get("statistics", {})
+    kept = {name: earlier[name] for name in STATISTICS if name not in needed and name in earlier}
+    if kept and _damage(published, warehouse_dir) is not None:
+        return {}
+    return kept
+
+
+def _reusable(
+    published: builds.Build | None, warehouse_dir: Path, statistics: dict[str, str], kept: frozenset[str] = frozenset()
+) -> database_build.Reuse:
     """The statistics the published file holds with the keys they have now, when that file is intact. The file is
     read whole for its sha256 only when a statistic would be copied from it: new tables change every key."""
     if published is None:
         return database_build.Reuse()
     earlier = published.result.get("statistics", {})
     same = frozenset(name for name, key in statistics.items() if earlier.get(name) == key)
-    reuse = database_build.Reuse(published.content / layout.DATABASE, same)
-    if not reuse.copied() or _damage(published, warehouse_dir) is not None:
+    reuse = database_build.Reuse(published.content / layout.DATABASE, same, kept & same)
+    if not (reuse.copied() or reuse.kept_views()) or _damage(published, warehouse_dir) is not None:
         return database_build.Reuse()
     return reuse
 
@@ -94,7 +116,7 @@ def _write(warehouse_dir: Path, baselines: Sequence[str], statistics: dict[str, 
     counts = database_build.build_database(warehouse_dir, baselines, target, reuse)
     checks = [{"check": c.check, "table": c.table, "failures": c.failures} for c in run_checks(folder)]
     # What this build computed rather than copied from the published one (a statistic whose key it kept).
-    computed = sorted(set(statistics) - reuse.copied())
+    computed = sorted(set(statistics) - reuse.copied() - reuse.kept_views())
     return {"row_counts": counts, "statistics": statistics, "computed": computed, "sha256": file_sha256(target), "checks": checks}
 
 

@@ -21,18 +21,20 @@ VIEWS: tuple[str, ...] = ("run_noise",)
 # Statistics computed in Python (pipelines/series: SPEC section 8) from the series that sql/series/ reads,
 # before the SQL statistics, which may read them (version_changes judges drifts by series_noise).
 SERIES_STATISTICS: tuple[str, ...] = ("series_noise", "change_points")
-# Each statistic with the statistics its SQL reads, in dependency order (it also reads the tables).
-STATISTIC_INPUTS: dict[str, tuple[str, ...]] = {
-    "series_noise": (),
-    "change_points": (),
-    "run_noise": (),
-    "provider_comparisons": (),
-    "comparable_groups": ("provider_comparisons",),
-    "kernel_scorecard": ("provider_comparisons",),
-    "sweep_comparisons": ("provider_comparisons",),
-    "version_changes": ("series_noise",),
-}
-STATISTICS: tuple[str, ...] = tuple(STATISTIC_INPUTS)
+# Every statistic, in an order that puts each after those it reads (`lineage` derives the edges from the SQL and
+# tests/test_statistics_lineage.py holds this order to them); each also reads the tables.
+STATISTICS: tuple[str, ...] = (
+    "series_noise",
+    "change_points",
+    "run_noise",
+    "provider_comparisons",
+    "comparable_groups",
+    "kernel_scorecard",
+    "sweep_comparisons",
+    "version_changes",
+)
+# Temporary tables the statistics share, computed once per build and not kept in the file.
+INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
 
 
 def statistic_sql(name: str) -> str:

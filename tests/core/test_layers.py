@@ -2,7 +2,7 @@
 
 From the bottom:
 
-    core, storage          the shared vocabulary and the atomic files (one layer: either may import the other)
+    core, storage, stages  the shared vocabulary, the atomic files and the registry of stages (one layer)
     ingest                 upstream to staged snapshots
     assemble               staged snapshots to the SPEC tables
     series                 SPEC section 8 (noise, change points)
@@ -41,7 +41,7 @@ BENCH = PACKAGE.parent / "bench"
 
 # Layer order, bottom first: the name of a top-level package or module under pipelines/ -> its rank.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "core", "storage"),
+    ("__init__", "core", "storage", "stages"),
     ("ingest",),
     ("assemble",),
     ("series",),

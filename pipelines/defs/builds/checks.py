@@ -2,25 +2,13 @@
 
 import dagster as dg
 
-from pipelines.assemble.tables_build import LINKS as TABLE_LINKS
-from pipelines.core import layout
-from pipelines.defs.exports.assets import EXPORT as DOCUMENTS
-from pipelines.defs.exports.liger_exports import BMF, LIGER_CSVS
+from pipelines import stages
 from pipelines.defs.resources import Warehouse
-from pipelines.exports.report import report_build
-from pipelines.statistics import database_publish as publish
 from pipelines.storage import builds
 
 CHECK = "build_intact"
-# Each stage, the asset its check is shown on, and the paths it publishes.
-STAGES = (
-    (layout.TABLES_STAGE, "runs", TABLE_LINKS),
-    (layout.DATABASE_STAGE, "provider_comparisons", publish.LINKS),
-    (DOCUMENTS.stage, "resource_documents", DOCUMENTS.links),
-    (LIGER_CSVS.stage, "latest_liger_csvs", LIGER_CSVS.links),
-    (BMF.stage, "bmf_exports", BMF.links),
-    (layout.REPORT_STAGE, "report", report_build.LINKS),
-)
+# Each stage that publishes paths (pipelines/stages.py), the asset its check is shown on, and those paths.
+STAGES = tuple((stage.name, stage.checked_on, stage.published) for stage in stages.published())
 
 
 @dg.multi_asset_check(

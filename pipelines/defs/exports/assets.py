@@ -7,7 +7,7 @@ from pipelines.defs.resources import Warehouse
 from pipelines.exports import ndjson
 from pipelines.exports.export_builds import Export
 
-EXPORT = Export(layout.DOCUMENTS_STAGE, "pipelines.exports.ndjson", {layout.export_path(name): name for name in layout.DOCUMENT_FILES})
+EXPORT = Export(layout.DOCUMENTS_STAGE)
 
 DOCUMENT_SCHEMA = dg.TableSchema(
     columns=[

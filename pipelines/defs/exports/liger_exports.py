@@ -11,8 +11,8 @@ from pipelines.exports import bmf, liger_csv
 from pipelines.exports.export_builds import Export, ExportBuild
 
 FILE_NAME_MAX = 255
-LIGER_CSVS = Export(layout.LIGER_CSV_STAGE, "pipelines.exports.liger_csv", {layout.export_path(layout.LIGER_CSV_EXPORT): ""})
-BMF = Export(layout.BMF_STAGE, "pipelines.exports.bmf", {layout.export_path(layout.BMF_EXPORT): ""})
+LIGER_CSVS = Export(layout.LIGER_CSV_STAGE)
+BMF = Export(layout.BMF_STAGE)
 
 
 def _exported(out: Path, build: ExportBuild, what: str) -> dg.MaterializeResult:

@@ -1,8 +1,9 @@
 import dagster as dg
 import polars as pl
 
+from pipelines import stages
 from pipelines.assemble.tables_build import CHECKS, TABLE_NAMES, BuildRefused, build_tables, tables_code_version
-from pipelines.core import column_docs, schemas
+from pipelines.core import column_docs, layout, schemas
 from pipelines.core.layout import Layout
 from pipelines.defs.common import REBUILD, WRITERS, check_result, table_metadata
 from pipelines.defs.resources import Warehouse
@@ -33,7 +34,7 @@ BLOCKED = " The tables are judged by it before they are published: a build that 
             name,
             description=column_docs.TABLES[name],
             group_name="tables",
-            deps=["raw_snapshots"],
+            deps=stages.input_assets(layout.TABLES_STAGE),
             kinds={"parquet"},
             code_version=tables_code_version(),
             automation_condition=REBUILD,

@@ -12,7 +12,8 @@ import datetime as dt
 import functools
 from pathlib import Path
 
-from pipelines.core import code_version, layout, sql_files
+from pipelines import stages
+from pipelines.core import layout
 from pipelines.exports.report import html
 from pipelines.exports.report.data import ReportData, load
 from pipelines.exports.report.site import ReportSummary, write_site
@@ -21,15 +22,15 @@ from pipelines.statistics import db
 from pipelines.storage import builds
 
 # Where readers find the site: WAREHOUSE_DIR/report, a link to the published build's files folder.
-LINKS = {layout.REPORT: ""}
+LINKS = stages.stage(layout.REPORT_STAGE).published
 # What the report reads: the stored statistics (run_noise, a view of runs, it does not) and the tables.
 STATISTICS = tuple(name for name in db.STATISTICS if name not in db.VIEWS)
 
 
 @functools.cache
 def report_code_version() -> str:
-    """The report's modules and SQL: a report drawn by older code is stale too."""
-    return code_version.code_version(["pipelines.exports.report.report_build"], sql=sql_files.names("report"))
+    """The report's modules and SQL (pipelines/stages.py): a report drawn by older code is stale too."""
+    return stages.code_version(layout.REPORT_STAGE)
 
 
 def report_key(warehouse_dir: Path) -> str:
@@ -41,7 +42,7 @@ def report_key(warehouse_dir: Path) -> str:
     else:
         stat = layout.Layout(warehouse_dir).database.stat()
         inputs = {"database": [stat.st_ino, stat.st_mtime_ns, stat.st_size]}
-    return builds.build_key(layout.REPORT_STAGE, report_code_version(), inputs)
+    return stages.build_key(layout.REPORT_STAGE, report_code_version(), inputs)
 
 
 def is_stale(warehouse_dir: Path) -> bool:
