@@ -4,7 +4,8 @@
 the SQL statistics (version_changes reads series_noise). Its memory does not grow with the warehouse: the
 series (`sql/series/series.sql`, one row each) and their points (`series_points.sql`, in the same order) are
 streamed from DuckDB as Arrow record batches, side by side, and cut into batches of whole series by position
-(no Python object per run or per series: a warehouse holds millions of series of one or two runs).
+(no Python object per run or per series: a warehouse holds millions of series of one or two runs), one range
+of groups of about RANGE_ROWS points after the other (`group_ranges`), so that DuckDB sorts no more at once.
 
 1. Each batch's own estimates (noise.own_noise) are written back as they come, into `series_parts` (one row
    per series) and `series_reruns` (its rerun differences, by pool).
@@ -38,6 +39,9 @@ DIRECTED_UNITS = ("ns", "bytes")
 # is computed together (numpy over all of its points), so a larger one costs memory, not time.
 SERIES_BATCH_ROWS = 100_000
 POINTS_BATCH_ROWS = 250_000
+# Points per range of groups read (`group_ranges`): DuckDB sorts a range's points at once, and its sort of 3M points
+# went past its memory limit by 350 MB, of 1M not (docs/performance.md).
+RANGE_ROWS = 1_000_000
 # The build's own tables, written as the series stream by (`_own_rows`), dropped once series_noise is made.
 SCRATCH_COLUMNS = {
     "series_parts": "group_id VARCHAR, provider VARCHAR, backend VARCHAR, unit VARCHAR, n_points BIGINT, pool UBIGINT,"
@@ -78,13 +82,39 @@ def _series(table: pa.Table, points: pa.Table) -> Series:
     return Series(table, starts, points.column("value").to_numpy(), codes, names, points.column("row_id").to_numpy())
 
 
-def stream_series(con: duckdb.DuckDBPyConnection, series_sql: str, points_sql: str, whole_groups: bool = False) -> Iterator[Series]:
+def group_ranges(con: duckdb.DuckDBPyConnection) -> list[dict[str, str | None]]:
+    """The ranges of groups the series are read in (`$lo`, `$hi` of the series SQL), about RANGE_ROWS points each."""
+    ranges_sql = sql_files.text("series/group_ranges")
+    (n_points, _), bounds = con.execute(ranges_sql, {"quantiles": []}).fetchall()[0], []
+    parts = -(-n_points // RANGE_ROWS)
+    if parts > 1:
+        ((_, bounds),) = con.execute(ranges_sql, {"quantiles": [i / parts for i in range(1, parts)]}).fetchall()
+    edges = [None, *bounds, None]
+    return [{"lo": lo, "hi": hi} for lo, hi in zip(edges, edges[1:])]
+
+
+def stream_series(
+    con: duckdb.DuckDBPyConnection,
+    series_sql: str,
+    points_sql: str,
+    ranges: Sequence[dict[str, str | None]],
+    whole_groups: bool = False,
+) -> Iterator[Series]:
     """The series `series_sql` gives (one row each, with n_points) and the points `points_sql` gives (series
     after series, in the same order), as batches of whole series (`whole_groups`: of whole groups, every
-    series of a group_id in one batch). Each query runs on a cursor of its own, both streamed at once."""
+    series of a group_id in one batch), one range of groups after the other (`group_ranges`: both queries take
+    `$lo` and `$hi`), so that DuckDB sorts one range's points at a time. Each query runs on a cursor of its own,
+    both streamed at once."""
+    for bounds in ranges:
+        yield from _stream_range(con, series_sql, points_sql, bounds, whole_groups)
+
+
+def _stream_range(
+    con: duckdb.DuckDBPyConnection, series_sql: str, points_sql: str, bounds: dict[str, str | None], whole_groups: bool
+) -> Iterator[Series]:
     with con.cursor() as series_cursor, con.cursor() as points_cursor:
-        series_reader = series_cursor.sql(series_sql).to_arrow_reader(SERIES_BATCH_ROWS)
-        points_reader = points_cursor.sql(points_sql).to_arrow_reader(POINTS_BATCH_ROWS)
+        series_reader = series_cursor.sql(series_sql, params=bounds).to_arrow_reader(SERIES_BATCH_ROWS)
+        points_reader = points_cursor.sql(points_sql, params=bounds).to_arrow_reader(POINTS_BATCH_ROWS)
         held: list[pa.RecordBatch] = []  # series read and not yet given
         points: list[pa.RecordBatch] = []  # points read and not yet given
         n_points, given_series, given_points = 0, 0, 0
@@ -230,7 +260,8 @@ def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
     for name, columns in SCRATCH_COLUMNS.items():
         con.execute(f'CREATE TABLE "{name}" ({columns})')
-    for batch in stream_series(con, sql_files.text("series/series"), sql_files.text("series/series_points")):
+    ranges = group_ranges(con)
+    for batch in stream_series(con, sql_files.text("series/series"), sql_files.text("series/series_points"), ranges):
         parts, reruns = _own_rows(batch)
         _append(con, "series_parts", parts)
         _append(con, "series_reruns", reruns)
@@ -239,8 +270,8 @@ def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table
     started = time.perf_counter()
     con.execute(f"CREATE TABLE series_candidates AS {sql_files.text('series/candidate_series')}")
     found: list[pa.Table] = []
-    candidates = "SELECT * FROM series_candidates ORDER BY group_id, provider, backend"
-    for batch in stream_series(con, candidates, sql_files.text("series/series_points_of_candidates"), whole_groups=True):
+    candidates, points = sql_files.text("series/candidate_series_range"), sql_files.text("series/series_points_of_candidates")
+    for batch in stream_series(con, candidates, points, ranges, whole_groups=True):
         noise = batch.table.column("noise").to_numpy(zero_copy_only=False).astype(np.float64)
         candidate = batch.table.column("candidate").to_numpy(zero_copy_only=False)
         steps = compute_steps(batch, noise, candidate, baselines)

@@ -1,7 +1,7 @@
 -- The points of the series of candidate_series (the groups that can hold a
 -- step), as sql/series/series_points.sql gives every series' points and in
 -- its order: the same commit and the same order, read only where the search
--- for change points needs them.
+-- for change points needs them; $lo and $hi as there.
 SELECT
     runs.value::DOUBLE AS value,
     coalesce(runs.benchmarked_commit, first_seen."commit", runs.first_seen_snapshot) AS "commit",
@@ -12,6 +12,7 @@ LEFT JOIN commit_places AS placed ON runs.benchmarked_commit = placed.benchmarke
 WHERE
     runs.status = 'passed' AND runs.value > 0
     AND runs.group_id IN (SELECT candidates.group_id FROM series_candidates AS candidates)
+    AND ($lo IS NULL OR runs.group_id >= $lo) AND ($hi IS NULL OR runs.group_id < $hi)
 ORDER BY
     runs.group_id,
     runs.provider,
