@@ -1,5 +1,5 @@
 -- Every series of each group that holds a series that can hold a step (a
--- candidate), for pipelines/series/tables.py's search for change points: a
+-- candidate), for pipelines/series/series_tables.py's search for change points: a
 -- directed unit, a known noise, at least min_points points and a range of
 -- ln value at least min_shift_noises noises wide (the smallest shift a step
 -- may have); most series are one run or two and can hold none. The other

@@ -7,7 +7,7 @@
 -- kernel, pass, metric, GPU, provider and backend, any workload); metric_pool:
 -- every series of one metric and GPU, both as 64-bit hashes.
 -- $lo and $hi: only the groups from $lo and before $hi (null: no bound):
--- pipelines/series/tables.py reads a range of groups at a time, so that
+-- pipelines/series/series_tables.py reads a range of groups at a time, so that
 -- DuckDB sorts no more than a range's points at once.
 
 -- Hashes, for numpy: a

@@ -4,7 +4,7 @@
 -- pooled from comparable series when it is too short) and the window spread.
 -- pipelines/series/noise.py says what each estimate is.
 
--- pipelines/series/tables.py streams the series (series.sql, series_points.sql)
+-- pipelines/series/series_tables.py streams the series (series.sql, series_points.sql)
 -- a batch at a time into series_parts (each series' own estimate, from its
 -- points alone) and series_reruns (every rerun difference, with its pool);
 -- what needs every series of a pool is finished here. A median is the mean of

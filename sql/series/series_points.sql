@@ -10,7 +10,7 @@
 -- it (the view commit_places), else when it was run; `commit_at` is also
 -- returned, for tests and the bench.
 -- $lo and $hi: only the groups from $lo and before $hi (null: no bound), as
--- in series.sql: pipelines/series/tables.py reads a range of groups at a time.
+-- in series.sql: pipelines/series/series_tables.py reads a range of groups at a time.
 SELECT
     runs.value::DOUBLE AS value,
     coalesce(runs.benchmarked_commit, first_seen."commit", runs.first_seen_snapshot) AS "commit",
