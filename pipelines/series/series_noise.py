@@ -137,20 +137,37 @@ def window_spreads(series_of: np.ndarray, logs: np.ndarray, n_series: int) -> np
     spreads = np.full(n_series, np.nan)
     counts = np.bincount(series_of, minlength=n_series)
     starts = np.cumsum(counts) - counts
-    # Only the few long series are looked at one by one; most of a warehouse's series have a run or two.
-    for i in np.flatnonzero(counts >= MIN_WINDOW):
-        values = logs[starts[i] : starts[i] + counts[i]]
-        windows = np.lib.stride_tricks.sliding_window_view(values, min(WINDOW, len(values)))
-        q1, q3 = np.percentile(windows, [25, 75], axis=1)
+    long = np.flatnonzero(counts >= MIN_WINDOW)
+    # The series of one length are one array, its windows computed together (row by row, the same arithmetic as
+    # one series at a time, which took most of the noise's time at a million runs).
+    for length in np.unique(counts[long]):
+        chosen = long[counts[long] == length]
+        values = logs[starts[chosen, None] + np.arange(length)]
+        windows = np.lib.stride_tricks.sliding_window_view(values, min(WINDOW, int(length)), axis=1)
+        q1, q3 = np.percentile(windows, [25, 75], axis=2)
         widths = (q3 - q1) * IQR_TO_SIGMA
-        spreads[i] = max(float(np.median(widths)), float(widths[-1]))
+        spreads[chosen] = np.maximum(np.median(widths, axis=1), widths[:, -1])
     return spreads
 
 
-def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, pool: np.ndarray, metric_pool: np.ndarray) -> NoiseArrays:
-    """The noise of every series. Points come series after series (`series_of`, from 0, each series in its
-    order) with ln value and commit codes; `pool` and `metric_pool` give each series' pools as codes."""
-    n_series = len(pool)
+class OwnNoise(NamedTuple):
+    """What a series says of its own noise (`own_noise`), before anything is pooled over comparable series."""
+
+    noise: np.ndarray  # per series: its own estimate (differences, widened by the window), NaN below MIN_DIFFERENCES
+    n_differences: np.ndarray
+    method: np.ndarray  # CONSECUTIVE, RERUNS or WINDOWED (where noise is NaN: not used)
+    window: np.ndarray
+    rerun_series: np.ndarray  # every rerun difference: its series ...
+    rerun_size: np.ndarray  # ... and its |difference|, the evidence a pool shares
+
+    @property
+    def own(self) -> np.ndarray:
+        return self.n_differences >= MIN_DIFFERENCES
+
+
+def own_noise(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, n_series: int) -> OwnNoise:
+    """Each series' own estimate, from its points alone (given series after series, as `noise_arrays` takes
+    them): what can be computed a batch of series at a time; the pools need every series (`pooled_noise`)."""
     which, size, is_rerun = differences(series_of, logs, commits)
     own_median, n_differences = group_medians(which, size, n_series)
     n_reruns = np.bincount(which[is_rerun], minlength=n_series)
@@ -163,9 +180,17 @@ def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, p
     widened = own & (capped > noise)
     noise = np.where(widened, capped, noise)
     method = np.where(widened, WINDOWED, method)
+    return OwnNoise(noise, n_differences, method, window, which[is_rerun], size[is_rerun])
+
+
+def pooled_noise(found: OwnNoise, pool: np.ndarray, metric_pool: np.ndarray) -> NoiseArrays:
+    """Every series' noise from the own estimates of every series: a pool's reruns raise a series' own noise,
+    and a series too short for its own gets its pool's (else its metric pool's) median. sql/series/series_noise.sql
+    is the same for the database build, which streams the series."""
+    own, noise, method = found.own, found.noise, found.method
     # The pool's reruns: when they say a run moves more than the series' own differences do, they win.
     n_pools = int(max(pool.max(initial=-1), metric_pool.max(initial=-1))) + 1
-    rerun_median, rerun_count = group_medians(pool[which[is_rerun]], size[is_rerun], n_pools)
+    rerun_median, rerun_count = group_medians(pool[found.rerun_series], found.rerun_size, n_pools)
     pooled_reruns = np.where(rerun_count >= MIN_DIFFERENCES, spread(rerun_median), np.nan)[pool]
     raised = own & (pooled_reruns > noise)
     noise = np.where(raised, pooled_reruns, noise)
@@ -178,7 +203,13 @@ def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, p
     by_metric = short & ~by_pool & ~np.isnan(metric_median[metric_pool])
     noise = np.where(by_pool, pool_median[pool], np.where(by_metric, metric_median[metric_pool], noise))
     method = np.where(by_pool, POOLED, np.where(by_metric, POOLED_METRIC, np.where(short, NONE, method)))
-    return NoiseArrays(noise, np.where(own, n_differences, 0), method, window)
+    return NoiseArrays(noise, np.where(own, found.n_differences, 0), method, found.window)
+
+
+def noise_arrays(series_of: np.ndarray, logs: np.ndarray, commits: np.ndarray, pool: np.ndarray, metric_pool: np.ndarray) -> NoiseArrays:
+    """The noise of every series. Points come series after series (`series_of`, from 0, each series in its
+    order) with ln value and commit codes; `pool` and `metric_pool` give each series' pools as codes."""
+    return pooled_noise(own_noise(series_of, logs, commits, len(pool)), pool, metric_pool)
 
 
 def series_noises(

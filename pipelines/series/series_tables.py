@@ -1,18 +1,25 @@
 """series_noise and change_points in warehouse.duckdb: the series read by SQL, computed here, written back.
 
 `build(con, baselines, create_table)` runs in the database build after the tables are loaded and before
-the SQL statistics (version_changes reads series_noise). The series are read by `sql/series/series.sql`
-(one row each) and `sql/series/series_points.sql` (their points, in the same order), both as Arrow, and
-cut by position: no Python object per run or per series, since a warehouse holds millions of series of
-one or two runs. Only the few series that can hold a step are searched one by one, and
-`sql/series/change_points.sql` joins the steps found back to runs.
+the SQL statistics (version_changes reads series_noise). Its memory does not grow with the warehouse: the
+series (`sql/series/series.sql`, one row each) and their points (`series_points.sql`, in the same order) are
+streamed from DuckDB as Arrow record batches, side by side, and cut into batches of whole series by position
+(no Python object per run or per series: a warehouse holds millions of series of one or two runs), one range
+of groups of about RANGE_ROWS points after the other (`group_ranges`), so that DuckDB sorts no more at once.
+
+1. Each batch's own estimates (noise.own_noise) are written back as they come, into `series_parts` (one row
+   per series) and `series_reruns` (its rerun differences, by pool).
+2. `sql/series/series_noise.sql` finishes the noise from them: what a pool shares needs every series of it.
+3. Only the groups that hold a series that can hold a step (`candidate_series.sql`, a few percent of them) are
+   read again, group after group, and searched one series at a time; `change_points.sql` joins the steps
+   found back to runs.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import duckdb
@@ -25,50 +32,179 @@ from pipelines.series import cause as causes
 from pipelines.series import change_points as detection
 from pipelines.series import series_noise as noises
 
-# Only these units have a direction (lower is better), so only their series have improved or regressed steps.
+# Only these units have a direction (lower is better), so only their series have improved or regressed steps
+# (the macro lower_is_better in sql/macros.sql says the same to the SQL).
 DIRECTED_UNITS = ("ns", "bytes")
+# Series and points per record batch read from DuckDB: what the build holds of them at once. A batch of series
+# is computed together (numpy over all of its points), so a larger one costs memory, not time.
+SERIES_BATCH_ROWS = 100_000
+POINTS_BATCH_ROWS = 250_000
+# Points per range of groups read (`group_ranges`): DuckDB sorts a range's points at once, and its sort of 3M points
+# went past its memory limit by 350 MB, of 1M not (docs/performance.md).
+RANGE_ROWS = 1_000_000
+# The build's own tables, written as the series stream by (`_own_rows`), dropped once series_noise is made.
+SCRATCH_COLUMNS = {
+    "series_parts": "group_id VARCHAR, provider VARCHAR, backend VARCHAR, unit VARCHAR, n_points BIGINT, pool UBIGINT,"
+    " metric_pool UBIGINT, own BOOLEAN, noise DOUBLE, method VARCHAR, n_differences BIGINT, window_noise DOUBLE, spread DOUBLE",
+    "series_reruns": "pool UBIGINT, size DOUBLE",
+}
+# ... and the series of the groups searched for change points (sql/series/candidate_series.sql).
+SCRATCH_TABLES = (*SCRATCH_COLUMNS, "series_candidates")
 
 
 class Series(NamedTuple):
-    """Every series (sql/series/series.sql) and their points (series_points.sql), points series after series."""
+    """A batch of whole series (rows of series.sql or candidate_series.sql) and their points, series after series."""
 
-    table: pa.Table  # one row per series: group_id, provider, backend, unit, n_points, pool, metric_pool
+    table: pa.Table  # one row per series: group_id, provider, backend, n_points, ...
     starts: np.ndarray  # position of each series' first point
     values: np.ndarray
-    commits: np.ndarray  # integer codes
+    commits: np.ndarray  # integer codes, equal for equal commits within the batch
     commit_names: pa.ChunkedArray
     rows: np.ndarray  # rowids in runs
 
     def points(self, i: int) -> slice:
         return slice(int(self.starts[i]), int(self.starts[i + 1]))
 
+    @property
+    def series_of(self) -> np.ndarray:
+        return np.repeat(np.arange(self.table.num_rows), np.diff(self.starts))
 
-def read_series(con: duckdb.DuckDBPyConnection) -> Series:
-    table = con.sql(sql_files.text("series/series")).to_arrow_table()
-    points = con.sql(sql_files.text("series/series_points")).to_arrow_table()
+
+def _series(table: pa.Table, points: pa.Table) -> Series:
     counts = table.column("n_points").to_numpy()
     starts = np.concatenate([[0], np.cumsum(counts)])
-    if starts[-1] != points.num_rows:
-        raise RuntimeError(f"sql/series/series_points.sql gave {points.num_rows} points, series.sql counts {starts[-1]}: the two disagree")
     names = points.column("commit")
     encoded = pc.dictionary_encode(names.combine_chunks())
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     # A point without a commit (none in a built warehouse: a run always has a first snapshot) is its own.
     unknown = codes < 0
     codes[unknown] = len(encoded.dictionary) + np.arange(int(unknown.sum()))
-    values = points.column("value").to_numpy()
-    return Series(table, starts, values, codes, names, points.column("row_id").to_numpy())
+    return Series(table, starts, points.column("value").to_numpy(), codes, names, points.column("row_id").to_numpy())
 
 
-def compute_noise(series: Series) -> noises.NoiseArrays:
+def group_ranges(con: duckdb.DuckDBPyConnection) -> list[dict[str, str | None]]:
+    """The ranges of groups the series are read in (`$lo`, `$hi` of the series SQL), about RANGE_ROWS points each."""
+    ranges_sql = sql_files.text("series/group_ranges")
+    (n_points, _), bounds = con.execute(ranges_sql, {"quantiles": []}).fetchall()[0], []
+    parts = -(-n_points // RANGE_ROWS)
+    if parts > 1:
+        ((_, bounds),) = con.execute(ranges_sql, {"quantiles": [i / parts for i in range(1, parts)]}).fetchall()
+    edges = [None, *bounds, None]
+    return [{"lo": lo, "hi": hi} for lo, hi in zip(edges, edges[1:])]
+
+
+def stream_series(
+    con: duckdb.DuckDBPyConnection,
+    series_sql: str,
+    points_sql: str,
+    ranges: Sequence[dict[str, str | None]],
+    whole_groups: bool = False,
+) -> Iterator[Series]:
+    """The series `series_sql` gives (one row each, with n_points) and the points `points_sql` gives (series
+    after series, in the same order), as batches of whole series (`whole_groups`: of whole groups, every
+    series of a group_id in one batch), one range of groups after the other (`group_ranges`: both queries take
+    `$lo` and `$hi`), so that DuckDB sorts one range's points at a time. Each query runs on a cursor of its own,
+    both streamed at once."""
+    for bounds in ranges:
+        yield from _stream_range(con, series_sql, points_sql, bounds, whole_groups)
+
+
+def _stream_range(
+    con: duckdb.DuckDBPyConnection, series_sql: str, points_sql: str, bounds: dict[str, str | None], whole_groups: bool
+) -> Iterator[Series]:
+    with con.cursor() as series_cursor, con.cursor() as points_cursor:
+        series_reader = series_cursor.sql(series_sql, params=bounds).to_arrow_reader(SERIES_BATCH_ROWS)
+        points_reader = points_cursor.sql(points_sql, params=bounds).to_arrow_reader(POINTS_BATCH_ROWS)
+        held: list[pa.RecordBatch] = []  # series read and not yet given
+        points: list[pa.RecordBatch] = []  # points read and not yet given
+        n_points, given_series, given_points = 0, 0, 0
+        for batch in [*_batches(series_reader), None]:
+            if batch is not None:
+                held.append(batch)
+            table = pa.Table.from_batches(held, schema=series_reader.schema)
+            cut = table.num_rows if batch is None or not whole_groups else _last_group_start(table)
+            if cut == 0:
+                continue
+            needed = int(pc.sum(table.column("n_points").slice(0, cut)).as_py())
+            while n_points < needed:
+                more = _next_batch(points_reader)
+                if more is None:
+                    raise RuntimeError(
+                        f"{points_sql.splitlines()[0]} ended after {given_points + n_points} points, the series counted more"
+                    )
+                points.append(more)
+                n_points += more.num_rows
+            read = pa.Table.from_batches(points, schema=points_reader.schema)
+            yield _series(table.slice(0, cut), read.slice(0, needed))
+            given_series, given_points = given_series + cut, given_points + needed
+            held, points, n_points = table.slice(cut).to_batches(), read.slice(needed).to_batches(), n_points - needed
+        if n_points or _next_batch(points_reader) is not None:
+            raise RuntimeError(f"the points of {given_series} series run past their {given_points}: the two queries disagree")
+
+
+def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    while (batch := _next_batch(reader)) is not None:
+        yield batch
+
+
+def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
+    try:
+        return reader.read_next_batch()
+    except StopIteration:
+        return None
+
+
+def _last_group_start(table: pa.Table) -> int:
+    """Where the last group of `table` (ordered by group_id) begins: the rows before it are whole groups."""
+    groups = table.column("group_id")
+    return int(pc.sum(pc.not_equal(groups, groups[-1]).cast(pa.int64())).as_py() or 0)
+
+
+def _own_rows(series: Series) -> tuple[pa.Table, pa.Table]:
+    """A batch's rows of series_parts (each series' own estimate, and what the candidates are judged by) and of
+    series_reruns (its rerun differences with their pool)."""
+    n_series = series.table.num_rows
+    logs = np.log(series.values)
+    own = noises.own_noise(series.series_of, logs, series.commits, n_series)
     counts = np.diff(series.starts)
-    return noises.noise_arrays(
-        np.repeat(np.arange(len(counts)), counts),
-        np.log(series.values),
-        series.commits,
-        np.unique(series.table.column("pool").to_numpy(), return_inverse=True)[1],
-        np.unique(series.table.column("metric_pool").to_numpy(), return_inverse=True)[1],
+    nonempty = series.starts[:-1][counts > 0]
+    spread = np.zeros(n_series)
+    spread[counts > 0] = np.maximum.reduceat(logs, nonempty) - np.minimum.reduceat(logs, nonempty)
+    known = own.own
+    parts = pa.table(
+        {
+            **{name: series.table.column(name) for name in ("group_id", "provider", "backend", "unit", "n_points", "pool", "metric_pool")},
+            "own": pa.array(known),
+            "noise": pa.array(own.noise, mask=~known),
+            "method": pa.array(np.asarray(noises.METHODS, dtype=object)[own.method], mask=~known, type=pa.string()),
+            "n_differences": pa.array(np.where(known, own.n_differences, 0).astype(np.int64)),
+            "window_noise": pa.array(own.window, mask=np.isnan(own.window)),
+            "spread": pa.array(spread),
+        }
     )
+    reruns = pa.table({"pool": series.table.column("pool").take(pa.array(own.rerun_series)), "size": pa.array(own.rerun_size)})
+    return parts, reruns
+
+
+def _append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    con.register("appended_rows", rows)
+    try:
+        con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM appended_rows')
+    finally:
+        con.unregister("appended_rows")
+
+
+def _set_constants(con: duckdb.DuckDBPyConnection) -> None:
+    """noise.py's and change_points.py's constants, for the series SQL (bound, never spliced into its text)."""
+    constants = {
+        "mad_to_run_sigma": float(noises.MAD_TO_RUN_SIGMA),
+        "noise_floor": float(noises.NOISE_FLOOR),
+        "min_differences": int(noises.MIN_DIFFERENCES),
+        "min_points": int(1 + detection.MIN_AFTER),
+        "min_shift_noises": float(detection.MIN_SHIFT_NOISES),
+    }
+    for name, value in constants.items():
+        con.execute(f"SET VARIABLE {name} = ?::{'DOUBLE' if isinstance(value, float) else 'BIGINT'}", [value])
 
 
 class Found(NamedTuple):
@@ -77,30 +213,16 @@ class Found(NamedTuple):
     cause: str
 
 
-def candidates(series: Series, noise: np.ndarray) -> np.ndarray:
-    """The series that can hold a step: a directed unit, a known noise, enough points, and a range of values
-    wider than the smallest shift a step may have (the others cannot, and most series are one run or two)."""
-    counts = np.diff(series.starts)
-    directed = pc.is_in(series.table.column("unit"), pa.array(DIRECTED_UNITS)).to_numpy(zero_copy_only=False)
-    logs = np.log(series.values)
-    nonempty = series.starts[:-1][counts > 0]
-    spread = np.zeros(len(counts))
-    spread[counts > 0] = np.maximum.reduceat(logs, nonempty) - np.minimum.reduceat(logs, nonempty)
-    with np.errstate(invalid="ignore"):
-        wide = spread >= detection.MIN_SHIFT_NOISES * noise
-    return np.flatnonzero(directed & (counts >= 1 + detection.MIN_AFTER) & ~np.isnan(noise) & wide)
-
-
-def compute_steps(series: Series, noise: np.ndarray, baselines: Sequence[str]) -> list[Found]:
-    """Each series' persistent steps with their cause (cause.py), for the candidate series."""
+def compute_steps(series: Series, noise: np.ndarray, candidate: np.ndarray, baselines: Sequence[str]) -> list[Found]:
+    """Each candidate series' persistent steps with their cause (cause.py); a batch holds whole groups."""
     group_codes = pc.dictionary_encode(series.table.column("group_id").combine_chunks()).indices.to_numpy(zero_copy_only=False)
     providers, backends = series.table.column("provider"), series.table.column("backend")
     found = []
-    for i in candidates(series, noise):
+    for i in np.flatnonzero(candidate):
         steps = detection.detect_runs(series.values[series.points(i)].tolist(), series.commits[series.points(i)].tolist(), float(noise[i]))
         if not steps:
             continue
-        # A group's series are side by side (series.sql orders by group): its implementations are these.
+        # A group's series are side by side (ordered by group): its implementations are these.
         first, last = np.searchsorted(group_codes, group_codes[i], "left"), np.searchsorted(group_codes, group_codes[i], "right")
         group = {(providers[j].as_py(), backends[j].as_py()): j for j in range(first, last)}
         reference = _reference(providers[i].as_py(), backends[i].as_py(), group, baselines)
@@ -133,29 +255,33 @@ def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table
     """Make series_noise and change_points in `con` (create_table: database_build's, for its compression); return
     the seconds each took (reading the series counts in series_noise's)."""
     started = time.perf_counter()
-    series = read_series(con)
-    noise = compute_noise(series)
-    known = ~np.isnan(noise.noise)
-    noise_rows = pa.table(
-        {
-            "group_id": series.table.column("group_id"),
-            "provider": series.table.column("provider"),
-            "backend": series.table.column("backend"),
-            "n_points": series.table.column("n_points"),
-            "noise": pa.array(noise.noise, mask=~known),
-            "method": pa.DictionaryArray.from_arrays(pa.array(noise.method.astype(np.int32)), pa.array(noises.METHODS)),
-            "n_differences": pa.array(noise.n_differences.astype(np.int64)),
-            "window_noise": pa.array(noise.window, mask=np.isnan(noise.window)),
-        }
-    )
-    con.register("series_noise_rows", noise_rows)
-    create_table(con, "series_noise", "SELECT * REPLACE (method::VARCHAR AS method) FROM series_noise_rows")
-    con.unregister("series_noise_rows")
+    _set_constants(con)
+    for name in SCRATCH_TABLES:
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+    for name, columns in SCRATCH_COLUMNS.items():
+        con.execute(f'CREATE TABLE "{name}" ({columns})')
+    ranges = group_ranges(con)
+    for batch in stream_series(con, sql_files.text("series/series"), sql_files.text("series/series_points"), ranges):
+        parts, reruns = _own_rows(batch)
+        _append(con, "series_parts", parts)
+        _append(con, "series_reruns", reruns)
+    create_table(con, "series_noise", sql_files.text("series/series_noise"))
     seconds = {"series_noise": time.perf_counter() - started}
     started = time.perf_counter()
-    con.register("change_point_rows", _change_rows(series, noise.noise, compute_steps(series, noise.noise, baselines)))
+    con.execute(f"CREATE TABLE series_candidates AS {sql_files.text('series/candidate_series')}")
+    found: list[pa.Table] = []
+    candidates, points = sql_files.text("series/candidate_series_range"), sql_files.text("series/series_points_of_candidates")
+    for batch in stream_series(con, candidates, points, ranges, whole_groups=True):
+        noise = batch.table.column("noise").to_numpy(zero_copy_only=False).astype(np.float64)
+        candidate = batch.table.column("candidate").to_numpy(zero_copy_only=False)
+        steps = compute_steps(batch, noise, candidate, baselines)
+        if steps:
+            found.append(_change_rows(batch, noise, steps))
+    con.register("change_point_rows", pa.concat_tables(found) if found else CHANGE_ROWS.empty_table())
     create_table(con, "change_points", sql_files.text("series/change_points"))
     con.unregister("change_point_rows")
+    for name in SCRATCH_TABLES:
+        con.execute(f'DROP TABLE "{name}"')
     seconds["change_points"] = time.perf_counter() - started
     return seconds
 

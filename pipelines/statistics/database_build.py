@@ -68,8 +68,10 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
 
 # DuckDB's default is 80% of the machine's memory; the build stays well inside a
 # shared machine's share and spills to disk beyond it. At 3M runs 1 GB built the file in 30 s and
-# 1.16 GB of peak RSS, 3 GB in 33 s and 1.8 GB: the statistics gain nothing from more.
-MEMORY_LIMIT = "1GB"
+# 1.16 GB of peak RSS, 3 GB in 33 s and 1.8 GB: the statistics gain nothing from more. With the series
+# streamed, at 1 GB a 1M-run build peaked at 1.17 GB and a 3M-run one at 1.34 GB (version_changes' window);
+# at 768 MB 1.04 and 1.24 GB (docs/performance.md).
+MEMORY_LIMIT = "768MB"
 
 
 # The oldest storage format that keeps ZSTD_COLUMNS (v1.0 and v1.1 have no zstd for text): the DuckDB

@@ -6,6 +6,9 @@
 -- pool: the comparable series a short series' noise is pooled over (same
 -- kernel, pass, metric, GPU, provider and backend, any workload); metric_pool:
 -- every series of one metric and GPU, both as 64-bit hashes.
+-- $lo and $hi: only the groups from $lo and before $hi (null: no bound):
+-- pipelines/series/series_tables.py reads a range of groups at a time, so that
+-- DuckDB sorts no more than a range's points at once.
 
 -- Hashes, for numpy: a
 -- dense_rank over the six texts took twice as long as the rest of the query
@@ -23,7 +26,9 @@ WITH series AS (
         any_value(unit) AS unit,
         count(*) AS n_points
     FROM runs
-    WHERE status = 'passed' AND value > 0
+    WHERE
+        status = 'passed' AND value > 0
+        AND ($lo IS NULL OR group_id >= $lo) AND ($hi IS NULL OR group_id < $hi)
     GROUP BY group_id, provider, backend
 )
 

@@ -9,6 +9,8 @@
 -- Order: by the commit's place in upstream's main where the warehouse can tell
 -- it (the view commit_places), else when it was run; `commit_at` is also
 -- returned, for tests and the bench.
+-- $lo and $hi: only the groups from $lo and before $hi (null: no bound), as
+-- in series.sql: pipelines/series/series_tables.py reads a range of groups at a time.
 SELECT
     runs.value::DOUBLE AS value,
     coalesce(runs.benchmarked_commit, first_seen."commit", runs.first_seen_snapshot) AS "commit",
@@ -17,7 +19,9 @@ SELECT
 FROM runs
 LEFT JOIN snapshots AS first_seen ON runs.first_seen_snapshot = first_seen.snapshot_id
 LEFT JOIN commit_places AS placed ON runs.benchmarked_commit = placed.benchmarked_commit
-WHERE runs.status = 'passed' AND runs.value > 0
+WHERE
+    runs.status = 'passed' AND runs.value > 0
+    AND ($lo IS NULL OR runs.group_id >= $lo) AND ($hi IS NULL OR runs.group_id < $hi)
 ORDER BY
     runs.group_id,
     runs.provider,

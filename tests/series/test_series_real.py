@@ -143,3 +143,44 @@ def test_the_newest_points_steps_are_candidates_and_small_steps_are_flagged(upst
         [H100],
     ).rows[0]
     assert "window" in methods
+
+
+def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once(upstream_database: Path, tmp_path: Path, monkeypatch):
+    """The build streams the series in batches and finishes the pooled noise in SQL (sql/series/series_noise.sql): in
+    batches of a few dozen series (every group cut somewhere) and four ranges of groups its rows are those of the
+    default batches, and each
+    noise is, to the last bit, what noise.noise_arrays computes over every series at once."""
+    import duckdb
+    import numpy as np
+
+    from pipelines.core import sql_files
+    from pipelines.series import series_noise as noises
+    from pipelines.series import series_tables
+
+    monkeypatch.setattr(series_tables, "SERIES_BATCH_ROWS", 97)
+    monkeypatch.setattr(series_tables, "POINTS_BATCH_ROWS", 331)
+    monkeypatch.setattr(series_tables, "RANGE_ROWS", 20_000)  # four ranges of groups
+    small = tmp_path / "small.duckdb"
+    database_build.build_database(upstream_database, ["huggingface", "torch"], small)
+    with duckdb.connect(str(small), read_only=True) as batched, db.session(upstream_database) as whole:
+        for name in db.SERIES_STATISTICS:
+            ordered = f"SELECT * FROM {name} ORDER BY ALL"
+            assert batched.execute(ordered).fetchall() == whole.con.execute(ordered).fetchall(), name
+        everything = {"lo": None, "hi": None}
+        series = batched.sql(sql_files.text("series/series"), params=everything).to_arrow_table()
+        points = batched.sql(sql_files.text("series/series_points"), params=everything).to_arrow_table()
+        stored = batched.sql("SELECT * FROM series_noise ORDER BY group_id, provider, backend").to_arrow_table()
+    counts = series.column("n_points").to_numpy()
+    commits = np.unique(np.asarray(points.column("commit").to_pylist(), dtype=object), return_inverse=True)[1]
+    expected = noises.noise_arrays(
+        np.repeat(np.arange(len(counts)), counts),
+        np.log(points.column("value").to_numpy()),
+        commits,
+        np.unique(series.column("pool").to_numpy(), return_inverse=True)[1],
+        np.unique(series.column("metric_pool").to_numpy(), return_inverse=True)[1],
+    )
+    noise = stored.column("noise").to_numpy(zero_copy_only=False).astype(float)
+    assert np.array_equal(noise, expected.noise, equal_nan=True)
+    assert stored.column("method").to_pylist() == [noises.METHODS[m] for m in expected.method]
+    assert stored.column("n_differences").to_pylist() == expected.n_differences.tolist()
+    assert {m for m in stored.column("method").to_pylist()} >= {"pooled", "reruns-pooled", "window"}, "the pools are exercised"

@@ -1,0 +1,21 @@
+-- The points of the series of candidate_series (the groups that can hold a
+-- step), as sql/series/series_points.sql gives every series' points and in
+-- its order: the same commit and the same order, read only where the search
+-- for change points needs them; $lo and $hi as there.
+SELECT
+    runs.value::DOUBLE AS value,
+    coalesce(runs.benchmarked_commit, first_seen."commit", runs.first_seen_snapshot) AS "commit",
+    runs.rowid AS row_id
+FROM runs
+LEFT JOIN snapshots AS first_seen ON runs.first_seen_snapshot = first_seen.snapshot_id
+LEFT JOIN commit_places AS placed ON runs.benchmarked_commit = placed.benchmarked_commit
+WHERE
+    runs.status = 'passed' AND runs.value > 0
+    AND runs.group_id IN (SELECT candidates.group_id FROM series_candidates AS candidates)
+    AND ($lo IS NULL OR runs.group_id >= $lo) AND ($hi IS NULL OR runs.group_id < $hi)
+ORDER BY
+    runs.group_id,
+    runs.provider,
+    runs.backend,
+    coalesce(placed.commit_at, runs.observed_at),
+    history_key(runs.observed_at, runs.rowid)
