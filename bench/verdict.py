@@ -6,9 +6,10 @@ database build, cached under --cache). Each CI week W is a folder of the bundle'
 at the time that snapshot was committed. W's history is every run first seen in a snapshot committed
 before W (either stream), W's own runs left out. On that history, in memory, what the database build and
 the verdict would compute from a warehouse holding just it:
-- the series' order (the view `commit_places`, sql/views/commit_places.sql): a benchmarked commit placed at
-  the earliest of its first run in the history and the commit time of a data snapshot of the history
-  whose commit it abbreviates, other runs at their own time; reruns of one commit are one point;
+- the series' order: the view `commit_places` itself (sql/views/commit_places.sql, run in DuckDB over the
+  history's runs and the snapshots committed before W: main's first-parent order where main holds the
+  commit, else when it was first benchmarked), other runs at their own time; reruns of one commit are one
+  point;
 - the series' noise (pipelines.series.noise.noise_arrays over every series, window spread included, as
   pipelines/series/tables.py calls it), then the verdict's (pipelines/verdict/noise.py: pooled, the
   level's window, short series unknown);
@@ -45,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines.core import settings
+from pipelines.core import settings, sql_files
 from pipelines.series import change_points as detection
 from pipelines.series import noise as series_noise
 from pipelines.series import tables as series_tables
@@ -84,14 +85,16 @@ INNER JOIN first_seen AS f USING (run_id)
 LEFT JOIN snapshots AS fs ON r.first_seen_snapshot = fs.snapshot_id
 WHERE r.status = 'passed' AND r.value > 0
 """
-# Each benchmarked commit with the commit times of the data snapshots whose commit it abbreviates (the view
-# commit_places' second term), to be cut to a week's history.
-DATA_PLACES_SQL = """
-SELECT c.benchmarked_commit, s.committed_at
-FROM (SELECT DISTINCT benchmarked_commit FROM runs WHERE benchmarked_commit IS NOT NULL) AS c
-INNER JOIN snapshots AS s
-    ON s.stream = 'data' AND length(c.benchmarked_commit) >= 7 AND starts_with(s."commit", c.benchmarked_commit)
+# What the view commit_places reads, cut to a week's history before it runs: every run (of any status) with
+# when it was first seen, and the snapshots.
+PLACES_RUNS_SQL = """
+SELECT r.run_id, r.benchmarked_commit, r.observed_at, min(s.committed_at) AS known_at
+FROM runs AS r
+INNER JOIN run_snapshots AS rs USING (run_id)
+INNER JOIN snapshots AS s USING (snapshot_id)
+GROUP BY r.run_id, r.benchmarked_commit, r.observed_at
 """
+PLACES_SNAPSHOTS_SQL = "SELECT * FROM snapshots"
 WEEKS_SQL = """
 SELECT source_file, snapshot_id, committed_at, benchmarked_commit
 FROM snapshots
@@ -132,7 +135,8 @@ class History:
     weeks: pl.DataFrame  # source_file, snapshot_id, committed_at, benchmarked_commit, in time order
     week_runs: pl.DataFrame  # snapshot_id, run_id
     steps: pl.DataFrame  # the full history's regressed change points at or above the minimum effect: KERNEL + after_commit
-    data_places: pl.DataFrame  # benchmarked_commit, committed_at: data snapshots whose commit it abbreviates
+    place_runs: pl.DataFrame  # every run: run_id, benchmarked_commit, observed_at, known_at (what commit_places reads)
+    snapshots: pl.DataFrame  # the snapshots table (what commit_places reads)
 
 
 def read(warehouse: Path) -> History:
@@ -143,26 +147,32 @@ def read(warehouse: Path) -> History:
         weeks = con.sql(WEEKS_SQL).pl()
         week_runs = con.sql(WEEK_RUNS_SQL).pl()
         steps = con.sql(STEPS_SQL).pl()
-        data_places = con.sql(DATA_PLACES_SQL).pl()
+        place_runs = con.sql(PLACES_RUNS_SQL).pl()
+        snapshots = con.sql(PLACES_SNAPSHOTS_SQL).pl()
     points = points.with_columns(
         pl.struct(SERIES).rank("dense").cast(pl.Int64).sub(1).alias("sid"),
         pl.struct("kernel", "pass", "metric", "gpu_name", "provider", "backend").rank("dense").cast(pl.Int64).alias("pool"),
         pl.struct("metric", "gpu_name").rank("dense").cast(pl.Int64).alias("metric_pool"),
         pl.col("commit").rank("dense").cast(pl.Int64).alias("commit_code"),
     )
-    return History(points, weeks, week_runs, steps, data_places)
+    return History(points, weeks, week_runs, steps, place_runs, snapshots)
 
 
-def placed(history: pl.DataFrame, data_places: pl.DataFrame, known_before: object) -> pl.DataFrame:
-    """`history` with `order`, as sql/views/commit_places.sql would place it in a warehouse holding just this
-    history (a benchmarked commit at the earliest of its first run and a data snapshot committed before
-    `known_before` whose commit it abbreviates, else the run's own time), sorted series after series as
-    sql/series/series_points.sql sorts them (order, then observed_at and rowid)."""
-    first_run = history.filter(pl.col("benchmarked_commit").is_not_null()).group_by("benchmarked_commit").agg(pl.col("observed_at").min())
-    data = data_places.filter(pl.col("committed_at") < known_before).group_by("benchmarked_commit").agg(pl.col("committed_at").min())
-    places = first_run.join(data, on="benchmarked_commit", how="left").select(
-        "benchmarked_commit", pl.min_horizontal("observed_at", "committed_at").alias("commit_at")
-    )
+def commit_places(runs: pl.DataFrame, snapshots: pl.DataFrame) -> pl.DataFrame:
+    """benchmarked_commit, commit_at: the view commit_places (sql/views/commit_places.sql, the one ordering) run
+    in DuckDB over `runs` and `snapshots` standing for the warehouse's tables of those names."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.register("runs", runs)
+        con.register("snapshots", snapshots)
+        return con.sql(sql_files.text("views/commit_places")).pl().select("benchmarked_commit", "commit_at")
+
+
+def placed(history: pl.DataFrame, places: pl.DataFrame) -> pl.DataFrame:
+    """`history` with `order`: its benchmarked commit's `commit_at` in `places` (commit_places), else the run's
+    own time, sorted series after series as sql/series/series_points.sql sorts them (order, then observed_at and
+    rowid)."""
     frame = history.join(places, on="benchmarked_commit", how="left").with_columns(pl.coalesce("commit_at", "observed_at").alias("order"))
     return frame.drop("commit_at").sort("sid", "order", "observed_at", "row_id")
 
@@ -243,8 +253,12 @@ def week_runs(data: History, week: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
     `placed` as a warehouse of just that history would order it)."""
     runs = data.week_runs.filter(pl.col("snapshot_id") == week["snapshot_id"])["run_id"]
     contender = data.points.filter(pl.col("run_id").is_in(runs.implode())).sort("row_id")
-    history = data.points.filter((pl.col("known_at") < week["committed_at"]) & ~pl.col("run_id").is_in(runs.implode()))
-    return contender, placed(history, data.data_places, week["committed_at"])
+    before = week["committed_at"]
+    history = data.points.filter((pl.col("known_at") < before) & ~pl.col("run_id").is_in(runs.implode()))
+    # What a warehouse holding just this history would hold: its runs, of any status, and the snapshots before W.
+    place_runs = data.place_runs.filter((pl.col("known_at") < before) & ~pl.col("run_id").is_in(runs.implode()))
+    places = commit_places(place_runs, data.snapshots.filter(pl.col("committed_at") < before))
+    return contender, placed(history, places)
 
 
 def judge_history(
