@@ -276,13 +276,16 @@ def judge_history(
 def judge_week(data: History, week: dict, min_effect: float) -> dict:
     """One week judged by the verdict and the two simple rules, with the full history's steps at its commit."""
     contender, history = week_runs(data, week)
-    _, kernels = judge_history(history, contender, min_effect)
+    runs, kernels = judge_history(history, contender, min_effect)
     mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
-    kernels = kernels.join(simple_rules(mine, contender), on=KERNEL, how="left")
+    kernels = kernels.join(simple_rules(mine, contender), on=KERNEL, how="left").join(launch_bound_kernels(runs), on=KERNEL, how="left")
     commit = week["benchmarked_commit"]
     real = data.steps.filter(pl.col("after_commit") == commit).select(KERNEL).unique()
     kernels = kernels.join(real.with_columns(pl.lit(True).alias("real")), on=KERNEL, how="left").with_columns(
-        pl.col("real").fill_null(False), pl.col("z_slower").fill_null(False), pl.col("ten_slower").fill_null(False)
+        pl.col("real").fill_null(False),
+        pl.col("z_slower").fill_null(False),
+        pl.col("ten_slower").fill_null(False),
+        pl.col("launch_bound").fill_null(False),
     )
     verdict_slower = pl.col("verdict") == "slower"
     gate_slower = verdict_slower & pl.col("gates")
@@ -303,16 +306,32 @@ def judge_week(data: History, week: dict, min_effect: float) -> dict:
         row[f"{name}_alarms"] = kernels.filter(called).height
         row[f"{name}_false"] = kernels.filter(called & ~pl.col("real")).height
         row[f"{name}_caught"] = kernels.filter(called & pl.col("real")).height
+    # The bar without the steps issue 28 asks to call inconclusive: kernels whose points are launch-bound.
+    free = pl.col("real") & pl.col("gates") & ~pl.col("launch_bound")
+    row["real_gate_free"] = kernels.filter(free).height
+    row["gate_caught_free"] = kernels.filter(free & gate_slower).height
+    row["z_gate_caught_free"] = kernels.filter(free & pl.col("z_slower")).height
     row["inconclusive"] = kernels.filter(pl.col("verdict") == "inconclusive").height
     row["real_gate_inconclusive"] = kernels.filter(pl.col("real") & pl.col("gates") & (pl.col("verdict") == "inconclusive")).height
     row["kernels"] = kernels.height
     row["false_kernels"] = _names(kernels.filter(gate_slower & ~pl.col("real")))
     row["caught_kernels"] = _names(kernels.filter(gate_slower & pl.col("real")))
+    row["z_caught_kernels"] = _names(kernels.filter(pl.col("z_slower") & pl.col("gates") & pl.col("real") & ~gate_slower))
     return row
 
 
+def launch_bound_kernels(runs: pl.DataFrame) -> pl.DataFrame:
+    """KERNEL, launch_bound: most of the kernel's runs are launch-bound by the contender's own sweep (the verdict's
+    runs, judge.LAUNCH_BOUND), the points issue 28 asks to call inconclusive whatever a rule says of them."""
+    bound = pl.col("reason").fill_null("").str.starts_with(judge.LAUNCH_BOUND.split(":")[0])
+    return runs.group_by(KERNEL).agg((bound.sum() * 2 > pl.len()).alias("launch_bound"))
+
+
 def _names(kernels: pl.DataFrame) -> str:
-    return ", ".join(f"{r['kernel']}/{r['pass']}/{r['metric']}/{r['provider']}" for r in kernels.iter_rows(named=True))
+    return ", ".join(
+        f"{r['kernel']}/{r['pass']}/{r['metric']}/{r['provider']}{' [launch-bound]' if r['launch_bound'] else ''}"
+        for r in kernels.iter_rows(named=True)
+    )
 
 
 def measure(data: History, min_effect: float) -> pl.DataFrame:
@@ -331,12 +350,15 @@ def main(argv: list[str] | None = None) -> None:
     rows = measure(data, args.min_effect)
     print(markdown(rows))
     print()
-    for row in rows.filter((pl.col("false_kernels") != "") | (pl.col("caught_kernels") != "")).iter_rows(named=True):
-        for what in ("false", "caught"):
+    titles = {
+        "false": "false gate alarms",
+        "caught": "real steps caught (gating)",
+        "z_caught": "real steps the z-score caught and the gate did not ([launch-bound] marked)",
+    }
+    for row in rows.iter_rows(named=True):
+        for what, title in titles.items():
             if row[f"{what}_kernels"]:
-                print(
-                    f"{row['week']}: {'false gate alarms' if what == 'false' else 'real steps caught (gating)'}: {row[f'{what}_kernels']}"
-                )
+                print(f"{row['week']}: {title}: {row[f'{what}_kernels']}")
     print()
     print(markdown_totals(rows))
 
@@ -373,6 +395,7 @@ def markdown_totals(rows: pl.DataFrame) -> str:
         "real steps (gating)",
         "of them the gate left inconclusive",
         *(f"{title}: false per week / caught" for _, title in RULES),
+        "real steps (gating) not launch-bound: verdict, gating / z-score, gating caught",
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for name, part in parts:
@@ -382,6 +405,9 @@ def markdown_totals(rows: pl.DataFrame) -> str:
             str(int(part["real_gate_inconclusive"].sum())),
         ]
         cells += [f"{part[f'{rule}_false'].sum() / max(part.height, 1):.2f} / {int(part[f'{rule}_caught'].sum())}" for rule, _ in RULES]
+        cells.append(
+            f"{int(part['real_gate_free'].sum())}: {int(part['gate_caught_free'].sum())} / {int(part['z_gate_caught_free'].sum())}"
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
