@@ -26,7 +26,9 @@ than half of its runs with a history are):
 
 Ground truth: a (kernel, W) pair (kernel, pass, metric, provider, backend, GPU) is a real step when the
 FULL history's `change_points` table holds a `regressed` change point of one of its series, not
-`below_min_effect`, whose first run after is of W's benchmarked commit; `confirmed` and `candidate` both
+`below_min_effect`, that W is the first CI week to show: W's benchmarked commit is the earliest benchmarked
+of those commit_places puts at or after the step's first commit (that commit itself, unless an older commit
+was benchmarked later, a backfill); `confirmed` and `candidate` both
 count (the candidates sit at the newest weeks, which the full history cannot confirm yet). A rule catches
 a real step when it calls that kernel slower in W; a kernel it calls slower that is no real step is a
 false alarm.
@@ -103,10 +105,31 @@ QUALIFY row_number() OVER (PARTITION BY source_file ORDER BY committed_at, snaps
 ORDER BY committed_at, source_file
 """
 WEEK_RUNS_SQL = "SELECT snapshot_id, run_id FROM run_snapshots WHERE snapshot_id IN (SELECT snapshot_id FROM snapshots WHERE stream = 'ci')"
+# A step is due at the first CI week that could show it: the earliest-benchmarked commit placed (commit_places)
+# at or after the step's first commit. With commits benchmarked in main's order that is the step's own first
+# commit; an older commit benchmarked later (a backfill) that main's order places after the step's start moves
+# the step to it, but the week that first showed the step, benchmarked before it, is where a gate could see it.
 STEPS_SQL = """
-SELECT DISTINCT kernel, pass, metric, provider, backend, gpu_name, after_commit
-FROM change_points
-WHERE verdict = 'regressed' AND NOT coalesce(below_min_effect, false)
+WITH week_places AS (
+    SELECT w.benchmarked_commit, min(w.committed_at) AS week_at, any_value(p.commit_at) AS commit_at
+    FROM snapshots AS w
+    INNER JOIN commit_places AS p USING (benchmarked_commit)
+    WHERE w.stream = 'ci'
+    GROUP BY w.benchmarked_commit
+),
+steps AS (
+    SELECT DISTINCT c.kernel, c.pass, c.metric, c.provider, c.backend, c.gpu_name, c.after_commit, p.commit_at AS step_at
+    FROM change_points AS c
+    LEFT JOIN commit_places AS p ON c.after_commit = p.benchmarked_commit
+    WHERE c.verdict = 'regressed' AND NOT coalesce(c.below_min_effect, false)
+)
+SELECT DISTINCT
+    s.kernel, s.pass, s.metric, s.provider, s.backend, s.gpu_name,
+    coalesce(
+        (SELECT w.benchmarked_commit FROM week_places AS w WHERE w.commit_at >= s.step_at ORDER BY w.week_at LIMIT 1),
+        s.after_commit
+    ) AS after_commit
+FROM steps AS s
 """
 
 
