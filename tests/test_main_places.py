@@ -30,7 +30,9 @@ def with_ci(repo: UpstreamRepo, folders: list[tuple[str, str, str]]) -> None:
     git(repo.path, "rm", "-r", "--quiet", "--cached", ".")
     git(repo.path, "clean", "-fdq")
     for name, when, y50 in folders:
-        repo.commit({f"benchmarks/{name}/benchmark.csv": ci_csv(when, y50)}, f"Add benchmark for commit {name}", f"{when.replace(' ', 'T')}Z")
+        repo.commit(
+            {f"benchmarks/{name}/benchmark.csv": ci_csv(when, y50)}, f"Add benchmark for commit {name}", f"{when.replace(' ', 'T')}Z"
+        )
     git(repo.path, "checkout", "--quiet", "main")
 
 
@@ -52,7 +54,10 @@ def test_commits_benchmarked_out_of_order_take_their_place_in_main(upstream_repo
         main.append(upstream_repo.commit({"src/kernel.py": f"version {day}\n"}, f"code {day}", f"2025-01-0{day}T00:00:00Z"))
     short = [commit[:7] for commit in main]
     # The newest commit benchmarked first, an older one a week later, then the head: the benchmarks' order is not main's.
-    with_ci(upstream_repo, [(short[3], "2025-02-01 00:00:00", "2.0"), (short[1], "2025-02-08 00:00:00", "1.0"), (short[4], "2025-02-15 00:00:00", "2.0")])
+    with_ci(
+        upstream_repo,
+        [(short[3], "2025-02-01 00:00:00", "2.0"), (short[1], "2025-02-08 00:00:00", "1.0"), (short[4], "2025-02-15 00:00:00", "2.0")],
+    )
     warehouse = warehouse_of(upstream_repo, tmp_path)
 
     snapshots = pl.read_parquet(warehouse / "snapshots.parquet").filter(pl.col("stream") == "ci").sort("sequence")
@@ -83,7 +88,14 @@ def test_a_filtered_main_places_commits_by_their_upstream_commit_trailers(upstre
     upstream_repo.commit({DATA: liger_csv(liger_row())}, f"data\n\nUpstream-Commit: {real[0]}", "2025-01-01T00:00:00Z")
     upstream_repo.commit({DATA: liger_csv(liger_row(y50="0.51"))}, f"more data\n\nUpstream-Commit: {real[2]}", "2025-01-10T00:00:00Z")
     # real[2] is benchmarked first, real[0] later; "abcdef1" names no commit of this main (a fork's, say).
-    with_ci(upstream_repo, [(real[2][:7], "2025-02-01 00:00:00", "2.0"), (real[0][:7], "2025-02-08 00:00:00", "1.0"), ("abcdef1", "2025-02-10 00:00:00", "1.0")])
+    with_ci(
+        upstream_repo,
+        [
+            (real[2][:7], "2025-02-01 00:00:00", "2.0"),
+            (real[0][:7], "2025-02-08 00:00:00", "1.0"),
+            ("abcdef1", "2025-02-10 00:00:00", "1.0"),
+        ],
+    )
     warehouse = warehouse_of(upstream_repo, tmp_path)
 
     assert places(warehouse) == [(real[0][:7], 1), (real[2][:7], 2), ("abcdef1", None)]
