@@ -117,3 +117,15 @@ def test_an_abbreviation_that_names_two_commits_of_main_is_not_placed():
     # A trailer naming the commit wins over a commit of the copy whose own id happens to start alike.
     main = (MainCommit("1234567" + "0" * 33, 1, when), MainCommit("9" * 40, 2, when, upstream_commits=("1234567" + "a" * 33,)))
     assert place_in_main(refs[1:2], main)[0].main_position == 2
+
+
+def test_a_rewritten_main_moves_the_places_at_the_next_sync(upstream_repo: UpstreamRepo, tmp_path: Path):
+    main = [upstream_repo.commit({DATA: liger_csv(liger_row())}, "data", "2025-01-01T00:00:00Z")]
+    for day in range(2, 5):
+        main.append(upstream_repo.commit({"src/kernel.py": f"version {day}\n"}, f"code {day}", f"2025-01-0{day}T00:00:00Z"))
+    with_ci(upstream_repo, [(main[3][:7], "2025-02-01 00:00:00", "2.0"), (main[1][:7], "2025-02-08 00:00:00", "1.0")])
+    assert places(warehouse_of(upstream_repo, tmp_path)) == [(main[1][:7], 2), (main[3][:7], 4)]
+    # A force-push drops the two newest commits of main and puts another in their place.
+    git(upstream_repo.path, "reset", "--quiet", "--hard", main[1])
+    upstream_repo.commit({"src/kernel.py": "rewritten\n"}, "rewritten", "2025-01-05T00:00:00Z")
+    assert places(warehouse_of(upstream_repo, tmp_path)) == [(main[1][:7], 2), (main[3][:7], None)]
