@@ -33,6 +33,9 @@ count (the candidates sit at the newest weeks, which the full history cannot con
 a real step when it calls that kernel slower in W; a kernel it calls slower that is no real step is a
 false alarm.
 
+The bar is also reported on the real steps that are not launch-bound (most of the contender's runs of the
+kernel launch-bound by its own sweep), which issue 28 asks the verdict to call inconclusive.
+
 The weeks are split in time: the first half is where the rules' constants were chosen, the second half
 was not looked at while choosing them; both are reported, and the totals.
 """

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 from conftest import UpstreamRepo, build_warehouse, git, liger_csv, liger_row
 
+from bench import verdict as bench_verdict
 from pipelines.core import settings
 from pipelines.duck import database_build, db
 from pipelines.ingest.source_git import place_in_main
@@ -71,6 +72,13 @@ def test_commits_benchmarked_out_of_order_take_their_place_in_main(upstream_repo
     # The series read in that order: the older commit's fast point first, then the two slow ones.
     series = db.query(warehouse, "SELECT value FROM (" + _series_points() + ") ORDER BY commit_at").records()
     assert [row["value"] for row in series if row["value"] != 500_000] == [1_000_000, 2_000_000, 2_000_000]
+    # `python -m bench.verdict` runs the same view over the tables it cuts per week: one ordering.
+    tables = {name: pl.read_parquet(warehouse / f"{name}.parquet") for name in ("runs", "snapshots")}
+    assert bench_verdict.commit_places(tables["runs"], tables["snapshots"]).sort("commit_at")["benchmarked_commit"].to_list() == [
+        short[1],
+        short[3],
+        short[4],
+    ]
     # The next sync reads the recorded listing back with the places and their times.
     recorded = {ref.benchmarked_commit: ref for ref in recorded_listing(warehouse).snapshots if ref.stream == "ci"}
     assert recorded[short[1]].main_committed_at == datetime(2025, 1, 2, tzinfo=UTC)
