@@ -5,7 +5,7 @@ branch through git (87,256 distinct runs), makes the series of SPEC section 8 (k
 workload = config + x value, provider; in timestamp order; one point per distinct run), and runs each
 library's segmentation on every series of NVIDIA H100 80GB HBM3 with at least MIN_POINTS points, each
 followed by the same persistence rule (pipelines.series.change_points) and each with the same noise
-(pipelines.series.noise). It prints per library:
+(pipelines.series.series_noise). It prints per library:
 
 - known steps: the steps found by looking at the history (KNOWN_STEPS, every x value of each) reported
   at the right commit (the first run after the shift is that folder's) and in the right direction;
@@ -47,7 +47,8 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.core import settings
-from pipelines.series import change_points, noise
+from pipelines.series import change_points
+from pipelines.series import series_noise as noise
 
 BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-upstream.bundle"
 GPU = "NVIDIA H100 80GB HBM3"

@@ -46,7 +46,7 @@ def _phase_floor_csv(csv: str, out: str) -> dict:
 
 
 def _phase_normalize(csv: str, warehouse: str) -> dict:
-    from pipelines.assemble.build import build_tables
+    from pipelines.assemble.tables_build import build_tables
     from pipelines.ingest.steps import stage_new, sync
     from pipelines.storage import store
 
@@ -69,10 +69,11 @@ def _phase_normalize_output(csv: str, warehouse: str) -> dict:
     import polars as pl
     import pyarrow.parquet as pq
 
-    from pipelines.assemble import external_sort, tables
+    from pipelines.assemble import assembly as tables
+    from pipelines.assemble import external_sort
     from pipelines.core import schemas
-    from pipelines.ingest.parse import iter_records
-    from pipelines.ingest.parse_header import read_header
+    from pipelines.ingest.parse.header import read_header
+    from pipelines.ingest.parse.records import iter_records
     from pipelines.storage import store
 
     path = Path(csv)
@@ -141,7 +142,7 @@ def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     """build_database over the normalized warehouse; with design "copies", the same build beside the Parquet
     files in a folder of links to them. The two designs were three tables viewed over Parquet against every
     table copied in; the file is now self-contained, so both copy every table (docs/performance.md)."""
-    from pipelines.duck import database_build, db
+    from pipelines.statistics import database_build, db
 
     folder = Path(warehouse)
     if design == "copies":
@@ -199,7 +200,7 @@ def _beside_the_database(warehouse: str, name: str) -> Iterator:
     `name`), with the built file attached read-only as `built`; both gone on exit."""
     import duckdb
 
-    from pipelines.duck import database_build
+    from pipelines.statistics import database_build
 
     database = layout.Layout(warehouse).database
     with (
@@ -213,7 +214,7 @@ def _beside_the_database(warehouse: str, name: str) -> Iterator:
 def _phase_statistics_output(warehouse: str) -> dict:
     """Storing the statistics' rows alone, copied as they are into a new file: what any SQL that
     stores them costs before it computes anything."""
-    from pipelines.duck import database_build, db
+    from pipelines.statistics import database_build, db
 
     with _beside_the_database(warehouse, "copy") as con:
         con.execute("SET preserve_insertion_order = false")
@@ -230,7 +231,7 @@ def _phase_series_floor(warehouse: str) -> dict:
     """The change-point step's floor: reading the series as it reads them (sql/series/series.sql and
     series_points.sql, to Arrow) and storing its two tables' rows, copied as they are into a new file."""
     from pipelines.core import sql_files
-    from pipelines.duck import db
+    from pipelines.statistics import db
 
     with _beside_the_database(warehouse, "floor") as con:
         # The series SQL names runs, snapshots and the stored macros without a catalog: look them up in the built file.
@@ -252,7 +253,7 @@ def _phase_generate(data_dir: str, rows: str, seed: str) -> dict:
 
 def _phase_queries(warehouse: str, design: str = "views") -> dict:
     """The best of QUERY_REPEATS times of each of QUERIES on warehouse.duckdb, opened as readers open it."""
-    from pipelines.duck import db
+    from pipelines.statistics import db
 
     folder = Path(warehouse) if design == "views" else Path(warehouse).parent / "copies"
     with db.open_readonly(folder) as con:

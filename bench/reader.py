@@ -38,10 +38,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines.core import settings
-from pipelines.ingest import parse_fast
-from pipelines.ingest.parse_fast import FastPathRefused
-from pipelines.ingest.parse_header import MAX_HEADER_BYTES, PARSE_ERROR, RAW_TEXT, ROW_NUMBER, UTF8_BOM, Header, read_header
-from pipelines.ingest.parse_layout import Layout, render
+from pipelines.ingest.parse import fast as parse_fast
+from pipelines.ingest.parse.fast import FastPathRefused
+from pipelines.ingest.parse.header import MAX_HEADER_BYTES, PARSE_ERROR, RAW_TEXT, ROW_NUMBER, UTF8_BOM, Header, read_header
+from pipelines.ingest.parse.record_layout import RecordLayout, render
 
 CANDIDATES = ("polars", "duckdb")
 DUCKDB_BATCH_ROWS = 1 << 17
@@ -84,7 +84,7 @@ class _Body:
     """The file after its header line, its tail (the line breaks that end it) read as one line end, so that
     the bytes are exactly the records' rendered lines when the file is written as the writer writes it."""
 
-    def __init__(self, handle: BinaryIO, path: Path, header: Header, layout: Layout):
+    def __init__(self, handle: BinaryIO, path: Path, header: Header, layout: RecordLayout):
         self.handle = handle
         size = self.handle.seek(0, os.SEEK_END)
         self.handle.seek(0)
@@ -113,10 +113,10 @@ class _Body:
         return self.left == 0 and not self.suffix
 
 
-def candidate_records(path: Path, header: Header, reader: str, layout: Layout | None = None) -> Iterator[pl.DataFrame]:
+def candidate_records(path: Path, header: Header, reader: str, layout: RecordLayout | None = None) -> Iterator[pl.DataFrame]:
     """Frames as `parse.iter_records(path, header)` gives them, read by `reader` (one of CANDIDATES); raises
     FastPathRefused where the fast path would, possibly after yielding some frames."""
-    layout = layout if layout is not None else Layout()
+    layout = layout if layout is not None else RecordLayout()
     with open(path, "rb") as handle:
         body = _Body(handle, path, header, layout)
         if body.take(len(body.end)) != body.end:
@@ -171,7 +171,7 @@ def _without_blank_tail(table: pa.Table, frame: pl.DataFrame, tail: str) -> tupl
 
 
 def _read(path: Path) -> dict:
-    from pipelines.ingest.parse import iter_records
+    from pipelines.ingest.parse.records import iter_records
 
     records = sum(frame.height for frame in iter_records(path, read_header(path)))
     return {"records": records}

@@ -10,13 +10,13 @@ the verdict would compute from a warehouse holding just it:
   history's runs and the snapshots committed before W: main's first-parent order where main holds the
   commit, else when it was first benchmarked), other runs at their own time; reruns of one commit are one
   point;
-- the series' noise (pipelines.series.noise.noise_arrays over every series, window spread included, as
-  pipelines/series/tables.py calls it), then the verdict's (pipelines/verdict/noise.py: pooled, the
+- the series' noise (pipelines.series.series_noise.noise_arrays over every series, window spread included, as
+  pipelines/series/series_tables.py calls it), then the verdict's (pipelines/verdict/verdict_noise.py: pooled, the
   level's window, short series unknown);
 - the change points of each of W's series (pipelines.series.change_points.detect_runs, on the series
   tables.candidates would search), and the segment after the newest *confirmed* one (as
   sql/verdict/segments.sql: a candidate starts no segment);
-- the verdict itself, through pipelines.verdict.verdict.judge_frames, the function the command uses
+- the verdict itself, through pipelines.verdict.against_history.judge_frames, the function the command uses
   (launch-bound runs, the level, the rules per run and per kernel, the few-sizes and failed-run rules).
 Beside it, two simple rules on the same history, per run and then per kernel (a kernel is slower when more
 than half of its runs with a history are):
@@ -53,11 +53,9 @@ import polars as pl
 
 from pipelines.core import settings, sql_files
 from pipelines.series import change_points as detection
-from pipelines.series import noise as series_noise
-from pipelines.series import tables as series_tables
-from pipelines.verdict import judge
-from pipelines.verdict import noise as verdict_noise
-from pipelines.verdict.verdict import judge_frames
+from pipelines.series import series_noise, series_tables
+from pipelines.verdict import judge, verdict_noise
+from pipelines.verdict.against_history import judge_frames
 
 BUNDLE = settings.PROJECT_ROOT.parent / "shared" / "liger-data" / "liger-upstream.bundle"
 CACHE = Path(tempfile.gettempdir()) / "liger-bench-verdict"
@@ -138,9 +136,9 @@ FROM steps AS s
 
 def build(bundle: Path, cache: Path) -> Path:
     """warehouse.duckdb's folder built from the whole bundle (both streams), reused when already there."""
-    from pipelines.assemble.build import build_tables
-    from pipelines.duck import database_build
+    from pipelines.assemble.tables_build import build_tables
     from pipelines.ingest.steps import stage_new, sync
+    from pipelines.statistics import database_build
     from pipelines.storage import store
 
     target = cache / "warehouse"
@@ -240,7 +238,7 @@ def segment_starts(history: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
             continue
         logs = np.log(values)
         if not logs.max() - logs.min() >= detection.MIN_SHIFT_NOISES * sigma:
-            continue  # too narrow to hold a step (pipelines.series.tables.candidates)
+            continue  # too narrow to hold a step (pipelines.series.series_tables.candidates)
         steps = [
             s for s in detection.detect_runs(values.tolist(), group["commit_code"].to_list(), sigma) if s.status == detection.CONFIRMED
         ]
@@ -290,7 +288,7 @@ def week_runs(data: History, week: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
 def judge_history(
     history: pl.DataFrame, contender: pl.DataFrame, min_effect: float = judge.MIN_EFFECT
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(runs, kernels): the verdict (pipelines.verdict.verdict.judge_frames) with `history` (`placed`) as the warehouse."""
+    """(runs, kernels): the verdict (pipelines.verdict.against_history.judge_frames) with `history` (`placed`) as the warehouse."""
     table, noise = noise_of(history)
     mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
     starts = segment_starts(mine, table)

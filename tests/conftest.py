@@ -65,7 +65,7 @@ def build_warehouse(
     warehouse: Path, source: str, cache: Path, branch: str = "main", file_glob: str = FILE_GLOB, streams: tuple[str, ...] = settings.STREAMS
 ) -> Path:
     """Ingest `source` into `warehouse` with the library (no Dagster): sync, stage, tables, DuckDB."""
-    from pipelines.assemble.build import build_tables
+    from pipelines.assemble.tables_build import build_tables
     from pipelines.core.settings import for_source
     from pipelines.ingest.steps import stage_new, sync
     from pipelines.storage import store
@@ -81,7 +81,7 @@ def build_warehouse(
 @pytest.fixture(scope="session")
 def real_warehouse(real_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole bundle history ingested once per test session (tables only; build the DuckDB
-    file with pipelines.duck.database_build.build_database if a test needs it)."""
+    file with pipelines.statistics.database_build.build_database if a test needs it)."""
     root = tmp_path_factory.mktemp("real-warehouse")
     return build_warehouse(root / "warehouse", str(real_bundle), root / "cache")
 

@@ -18,11 +18,12 @@ import polars as pl
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
 
 from pipelines.assemble import checks
-from pipelines.assemble.build import TABLE_NAMES, build_tables
+from pipelines.assemble.tables_build import TABLE_NAMES, build_tables
 from pipelines.core import settings
 from pipelines.core.settings import for_source
-from pipelines.duck import db, publish
 from pipelines.ingest.steps import stage_new, sync
+from pipelines.statistics import database_publish as publish
+from pipelines.statistics import db
 from pipelines.storage import store
 
 DATA = "benchmark/data/all_benchmark_data.csv"
@@ -35,9 +36,9 @@ INGEST = """
 import sys
 from pathlib import Path
 from pipelines.core import settings
-from pipelines.duck import database_build, db, publish
+from pipelines.statistics import database_build, db, publish
 from pipelines.storage import store
-from pipelines.assemble.build import build_tables
+from pipelines.assemble.tables_build import build_tables
 from pipelines.core.settings import for_source
 from pipelines.ingest.steps import stage_new, sync
 

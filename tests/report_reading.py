@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from pipelines.core import settings
-from pipelines.duck import database_build, db
 from pipelines.exports.report import build_report
 from pipelines.exports.report.site import ReportSummary
+from pipelines.statistics import database_build, db
 from pipelines.storage import store
 
 TITLE = "Liger benchmark report"

@@ -14,15 +14,16 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.assemble import checks, tables
+from pipelines.assemble import assembly as tables
+from pipelines.assemble import checks
 from pipelines.core import layout
 from pipelines.core.schemas import AS_WRITTEN, QUARANTINE, RUN_ROWS
 from pipelines.ingest import staging
-from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.parse import iter_records
-from pipelines.ingest.parse_fast import FastPathRefused
-from pipelines.ingest.parse_header import read_header
-from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.normalize.distinct_cache import DistinctCache
+from pipelines.ingest.parse.fast import FastPathRefused
+from pipelines.ingest.parse.header import read_header
+from pipelines.ingest.parse.records import iter_records
+from pipelines.ingest.source.listing import SnapshotRef
 from pipelines.storage import store
 
 # Fields of an accepted row as the normalizer keeps them verbatim, by CSV column.

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from pipelines.core import canonical, schemas, workload
-from pipelines.duck import database_build, db
+from pipelines.statistics import database_build, db
 
 BASELINES = ("huggingface", "torch")
 MIB = 2**20

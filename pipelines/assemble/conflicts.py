@@ -14,7 +14,7 @@ import json
 import polars as pl
 
 from pipelines.core.schemas import AS_WRITTEN, QUARANTINE, RUN_ROWS
-from pipelines.ingest.parse_layout import render
+from pipelines.ingest.parse import render
 
 # The values a repeat of a run must carry unchanged (RUN_ROWS columns), each with the CSV column and the text it is
 # named by in a reason.

@@ -13,7 +13,7 @@ from pipelines.assemble.conflicts import CONFLICTS, conflict_rows, conflicting
 from pipelines.core import schemas
 
 if TYPE_CHECKING:
-    from pipelines.assemble.history import History
+    from pipelines.assemble.snapshot_history import History
 
 # Rows whose run got a suffixed id, for run_snapshots.
 RENAMED = pl.Schema({"snapshot_id": pl.String, "row_number": pl.Int64, "run_id": pl.String})

@@ -8,10 +8,10 @@ from datetime import datetime
 
 import polars as pl
 
-from pipelines.assemble.history import History
+from pipelines.assemble.snapshot_history import History
 from pipelines.core import catalog, documents, schemas
 from pipelines.core.canonical import canonical_json, digest
-from pipelines.ingest.normalize_rules import UNIT_CONVERSIONS
+from pipelines.ingest.normalize import UNIT_CONVERSIONS
 
 
 def measurements(runs: pl.DataFrame) -> pl.DataFrame:

@@ -19,8 +19,8 @@ from pipelines.core import instance
 from pipelines.core.errors import UserError
 from pipelines.core.layout import Layout
 from pipelines.core.settings import SettingError
-from pipelines.duck import db
 from pipelines.exports import liger_csv
+from pipelines.statistics import db
 from pipelines.storage import store
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process that Ctrl-C ended

@@ -25,8 +25,8 @@ from pipelines.cli.cli_output import UsageError
 from pipelines.core import metadata, settings, sql_files
 from pipelines.core.layout import DATABASE
 from pipelines.core.metadata import format_cell
-from pipelines.duck import db
-from pipelines.duck.db import Result
+from pipelines.statistics import db
+from pipelines.statistics.db import Result
 
 
 def _is_number(value: Any) -> bool:

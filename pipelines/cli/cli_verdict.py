@@ -18,12 +18,12 @@ import duckdb
 from pipelines.cli.cli_output import UsageError
 from pipelines.core import settings
 from pipelines.core.layout import DATABASE, Layout
-from pipelines.duck import db
+from pipelines.statistics import db
+from pipelines.verdict.against_history import judge_contender
 from pipelines.verdict.contender import BadContender
 from pipelines.verdict.judge import MIN_EFFECT
 from pipelines.verdict.pairwise import judge_pair
 from pipelines.verdict.render import RENDERERS
-from pipelines.verdict.verdict import judge_contender
 
 EPILOG = (
     "exit codes: 0 judged and no kernel slower; 1 some kernel slower; 2 bad input (no such file, not a Liger CSV, "

@@ -7,7 +7,7 @@ A module counts by what it does, not how it is written down: its digest is that 
 comments, docstrings, line numbers or formatting, so a comment or a reflowed docstring restages nothing. A SQL
 file counts whole: its header comment is the table's comment in warehouse.duckdb, which is data.
 
-The same import graph is what `tests/test_layers.py` checks the layers against.
+The same import graph is what `tests/core/test_layers.py` checks the layers against.
 """
 
 from __future__ import annotations
@@ -49,10 +49,26 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             continue
         else:
             source = module
-        # `from pipelines.ingest import staging` imports the module staging; `from pipelines.ingest.steps import sync`, steps.
-        submodules = {f"{source}.{alias}" for alias in names} & known.keys()
-        found |= submodules or {source}
+        # `from pipelines.ingest import staging` imports the module staging; `from pipelines.ingest.steps import sync`,
+        # steps; `from pipelines.ingest.parse import render`, the module the package's __init__ re-exports it from.
+        reexported = _reexports(source, known)
+        for alias in names:
+            found.add(f"{source}.{alias}" if f"{source}.{alias}" in known else reexported.get(alias, source))
     return {module for module in found if module in known and module != name}
+
+
+def _reexports(package: str, known: dict[str, Path]) -> dict[str, str]:
+    """The names a package's __init__ imports from its own modules (its public surface), each with that module:
+    a stage that uses one name of another's surface runs that module, not the whole package."""
+    path = known.get(package)
+    if path is None or path.name != "__init__.py":
+        return {}
+    return {
+        alias: module
+        for level, module, names in _read(path).imports
+        if not level and names is not None and module.startswith(package + ".")
+        for alias in names
+    }
 
 
 class _Module(NamedTuple):

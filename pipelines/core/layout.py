@@ -25,11 +25,11 @@ Outside the warehouse folder, one path belongs to it too:
     DAGSTER_HOME/.liger-warehouse          which warehouse the Dagster instance serves (one instance per warehouse)
 
 (LIGER_CACHE_DIR holds copies of the source, not the warehouse: its paths are the sources' own, and the sensor's
-copy, `sensor/`, is named by `ingest/upstream_changes.py`.)
+copy, `sensor/`, is named by `ingest/source/upstream_changes.py`.)
 
 `Layout(root)` gives each path of one warehouse; the module's names give the same paths relative to a folder, for
 the places that write them into a build's or a staged snapshot's temporary folder. Nothing else in `pipelines/`
-spells these names (tests/test_layout.py checks it). Standard library only: every layer may import it.
+spells these names (tests/core/test_layout.py checks it). Standard library only: every layer may import it.
 """
 
 from __future__ import annotations

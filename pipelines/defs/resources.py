@@ -9,8 +9,8 @@ import dagster as dg
 
 from pipelines.core import instance, lifetime, settings
 from pipelines.core.settings import Settings
-from pipelines.duck import db
-from pipelines.ingest.upstream_changes import recorded_source
+from pipelines.ingest.source.upstream_changes import recorded_source
+from pipelines.statistics import db
 from pipelines.storage import store
 
 

@@ -41,8 +41,7 @@ import polars as pl
 from pipelines.core import display
 from pipelines.core.layout import Layout
 from pipelines.core.schemas import AS_WRITTEN
-from pipelines.ingest.parse_header import UTF8_BOM
-from pipelines.ingest.parse_layout import render
+from pipelines.ingest.parse import UTF8_BOM, render
 from pipelines.storage import store
 
 LATEST = "latest"

@@ -18,9 +18,9 @@ from pathlib import Path
 from pipelines.core import lifetime
 from pipelines.core.settings import Settings
 from pipelines.ingest import staging
-from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.source_settings import source_of
-from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.normalize.distinct_cache import DistinctCache
+from pipelines.ingest.source.configured import source_of
+from pipelines.ingest.source.listing import SnapshotRef
 
 # Below this many snapshots, starting the worker processes (each imports polars) costs more than it saves.
 PARALLEL_FROM = 4

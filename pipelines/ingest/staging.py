@@ -21,14 +21,14 @@ from pipelines.core import code_version
 from pipelines.core import layout as warehouse_layout
 from pipelines.core.background import ahead
 from pipelines.core.schemas import LIGER_COLUMNS, RUN_ROWS
-from pipelines.ingest.normalize import normalize
-from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.parse import iter_records
-from pipelines.ingest.parse_fast import FastPathRefused
-from pipelines.ingest.parse_header import Header, NotLigerCsv, read_header
-from pipelines.ingest.parse_layout import Layout
-from pipelines.ingest.rejected import rejected_rows, write_refused_parts
-from pipelines.ingest.source_types import SnapshotRef
+from pipelines.ingest.normalize.distinct_cache import DistinctCache
+from pipelines.ingest.normalize.rejected import rejected_rows, write_refused_parts
+from pipelines.ingest.normalize.snapshot_rows import normalize
+from pipelines.ingest.parse.fast import FastPathRefused
+from pipelines.ingest.parse.header import Header, NotLigerCsv, read_header
+from pipelines.ingest.parse.record_layout import RecordLayout
+from pipelines.ingest.parse.records import iter_records
+from pipelines.ingest.source.listing import SnapshotRef
 from pipelines.storage import store
 
 # The normalizer's version: a digest of the code that stages a snapshot (this module and all it imports), never
@@ -73,7 +73,7 @@ class SnapshotMeta:
     normalizer_version: str
     # Schema drift the ingest went on through (added, reordered or missing optional columns).
     warnings: list[str] = field(default_factory=list)
-    # What the file holds beyond its records' fields (parse.Layout), so that it rebuilds byte for byte.
+    # What the file holds beyond its records' fields (parse.RecordLayout), so that it rebuilds byte for byte.
     bom: bool = False
     line_end: str = "\r\n"
     final_newline: bool = True
@@ -195,7 +195,7 @@ def _write_parts(
     cache: DistinctCache,
     careful: bool,
     rejected: str | None,
-    layout: Layout,
+    layout: RecordLayout,
 ) -> tuple[int, int, int]:
     """Normalize every chunk into folder/rows-N.parquet and quarantine-N.parquet; (rows, accepted, quarantined).
 
@@ -259,7 +259,7 @@ def stage_snapshot(
         if header is not None and header.missing:
             status = "rejected"
             reason = f"snapshot rejected: the header lacks required column(s) {', '.join(header.missing)}"
-        layout = Layout()
+        layout = RecordLayout()
         if header is None:
             counts = write_refused_parts(data, ref.snapshot_id, tmp, reason or "", layout)
         else:
@@ -268,7 +268,7 @@ def stage_snapshot(
             except FastPathRefused:
                 for part in tmp.iterdir():
                     part.unlink()
-                layout = Layout()
+                layout = RecordLayout()
                 counts = _write_parts(data, header, ref, tmp, cache, careful=True, rejected=reason, layout=layout)
         meta = SnapshotMeta(
             snapshot_id=ref.snapshot_id,

@@ -1,5 +1,5 @@
 """The ingest steps without Dagster: sync the source and stage its new snapshots (the tables are assembled from
-them by pipelines.assemble.build)."""
+them by pipelines.assemble.tables_build)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 from pipelines.core.layout import Layout, snapshot_key
 from pipelines.core.settings import Settings
 from pipelines.ingest import stage_pool, staging
-from pipelines.ingest.source_address import normalized_source
-from pipelines.ingest.source_settings import describe, identity, source_of
-from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
+from pipelines.ingest.source.address import normalized_source
+from pipelines.ingest.source.configured import describe, identity, source_of
+from pipelines.ingest.source.listing import Listing, SnapshotRef, SourceError
 from pipelines.storage import store
 
 

@@ -10,7 +10,7 @@ import dagster as dg
 import sqlalchemy.exc
 
 from pipelines.core.errors import UserError
-from pipelines.ingest.source_types import SourceError
+from pipelines.ingest.source.listing import SourceError
 from pipelines.ingest.steps import sync
 from pipelines.orchestration import console
 from pipelines.orchestration.instance_home import open_instance

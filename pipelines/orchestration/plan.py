@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.ingest import staging
-from pipelines.ingest.source_types import Listing
+from pipelines.ingest.source.listing import Listing
 
 SNAPSHOTS = dg.DynamicPartitionsDefinition(name="snapshots")
 RAW_SNAPSHOTS = dg.AssetKey("raw_snapshots")

@@ -14,15 +14,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.assemble.conflicts import COMPARED
-from pipelines.core.backends import contender_backend
-from pipelines.ingest.normalize import normalize
-from pipelines.ingest.normalize_cache import DistinctCache
-from pipelines.ingest.normalize_describe import SOURCES, describe
-from pipelines.ingest.parse import iter_records
-from pipelines.ingest.parse_fast import FastPathRefused
-from pipelines.ingest.parse_header import NotLigerCsv, read_header
-from pipelines.ingest.parse_layout import Layout
+from pipelines.assemble import COMPARED
+from pipelines.core.kernel_backends import contender_backend
+from pipelines.ingest.normalize import SOURCES, DistinctCache, describe, normalize
+from pipelines.ingest.parse import FastPathRefused, NotLigerCsv, RecordLayout, iter_records, read_header
 
 # The contender is one snapshot of a plain file (SPEC section 1's `file` stream).
 STREAM = "file"
@@ -98,7 +93,7 @@ def _normalized(data: bytes, snapshot_id: str) -> tuple[pl.DataFrame, pl.DataFra
         cache = DistinctCache()
         rows, quarantine, count = [], [], 0
         try:
-            for records in iter_records(data, header, careful=careful, layout=Layout()):
+            for records in iter_records(data, header, careful=careful, layout=RecordLayout()):
                 normalized = normalize(records, header, snapshot_id=snapshot_id, cache=cache)
                 rows.append(normalized.rows)
                 quarantine.append(normalized.quarantine)

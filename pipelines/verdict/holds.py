@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipelines.core import sql_files
-from pipelines.duck import db
+from pipelines.statistics import db
 
 SCHEMA = pl.Schema(
     {

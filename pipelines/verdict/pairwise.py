@@ -31,13 +31,14 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.core.settings import DEFAULT_BASELINES
-from pipelines.duck import db
-from pipelines.verdict import judge, noise
+from pipelines.statistics import db
+from pipelines.verdict import judge
+from pipelines.verdict import verdict_noise as noise
+from pipelines.verdict.against_history import baseline_provider_messages, host_messages
 from pipelines.verdict.contender import Contender, read_contender
 from pipelines.verdict.holds import history_holds
 from pipelines.verdict.launch_bound import WORK_SHARE, work_share
 from pipelines.verdict.scoreboard import scoreboard
-from pipelines.verdict.verdict import baseline_provider_messages, host_messages
 
 SERIES = judge.SERIES
 PAIR_POINTS = 8

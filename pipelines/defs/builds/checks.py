@@ -2,13 +2,13 @@
 
 import dagster as dg
 
-from pipelines.assemble.build import LINKS as TABLE_LINKS
+from pipelines.assemble.tables_build import LINKS as TABLE_LINKS
 from pipelines.core import layout
 from pipelines.defs.exports.assets import EXPORT as DOCUMENTS
 from pipelines.defs.exports.liger_exports import BMF, LIGER_CSVS
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import publish
-from pipelines.exports.report import build as report_build
+from pipelines.exports.report import report_build
+from pipelines.statistics import database_publish as publish
 from pipelines.storage import builds
 
 CHECK = "build_intact"

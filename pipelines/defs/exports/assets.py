@@ -5,7 +5,7 @@ from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import ndjson
-from pipelines.exports.publish import Export
+from pipelines.exports.export_builds import Export
 
 EXPORT = Export(layout.DOCUMENTS_STAGE, "pipelines.exports.ndjson", {layout.export_path(name): name for name in layout.DOCUMENT_FILES})
 

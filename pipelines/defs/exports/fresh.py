@@ -1,4 +1,4 @@
-"""The exports' assets publish builds (pipelines.exports.publish): files rewritten only when their tables or code changed."""
+"""The exports' assets publish builds (pipelines.exports.export_builds): files rewritten only when their tables or code changed."""
 
 from collections.abc import Callable
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
-from pipelines.exports.publish import Export, ExportBuild, publish_export
+from pipelines.exports.export_builds import Export, ExportBuild, publish_export
 
 
 def export_if_stale(

@@ -8,7 +8,7 @@ from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
 from pipelines.exports import bmf, liger_csv
-from pipelines.exports.publish import Export, ExportBuild
+from pipelines.exports.export_builds import Export, ExportBuild
 
 FILE_NAME_MAX = 255
 LIGER_CSVS = Export(layout.LIGER_CSV_STAGE, "pipelines.exports.liger_csv", {layout.export_path(layout.LIGER_CSV_EXPORT): ""})

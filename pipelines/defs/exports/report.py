@@ -4,7 +4,7 @@ import dagster as dg
 
 from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.resources import Warehouse
-from pipelines.exports.report.build import STATISTICS, build_report_if_stale, report_code_version, report_key
+from pipelines.exports.report.report_build import STATISTICS, build_report_if_stale, report_code_version, report_key
 
 OVERVIEW_ALT = "Geometric-mean ratio to the baseline per provider and GPU"
 

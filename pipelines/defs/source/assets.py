@@ -7,8 +7,8 @@ from pipelines.core.metadata import bounded_json
 from pipelines.core.schemas import RUN_ROWS
 from pipelines.defs.common import WRITERS, at_most_every, table_schema
 from pipelines.defs.resources import Warehouse
-from pipelines.ingest.source_address import normalized_source
-from pipelines.ingest.source_types import Listing, SnapshotRef, SourceError
+from pipelines.ingest.source.address import normalized_source
+from pipelines.ingest.source.listing import Listing, SnapshotRef, SourceError
 from pipelines.ingest.staging import SnapshotMeta
 from pipelines.ingest.steps import recorded_listing, stage, sync
 from pipelines.orchestration.plan import (
@@ -33,7 +33,7 @@ NO_PARTITION = (
 SNAPSHOT_REF_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(f.name, str(f.type)) for f in dataclasses.fields(SnapshotRef)])
 
 
-# Network steps retry with backoff inside the source (pipelines.ingest.source_retry.with_retries).
+# Network steps retry with backoff inside the source (pipelines.ingest.source.retry.with_retries).
 @dg.asset(group_name="source", kinds={"git"}, pool=WRITERS)
 def upstream_source(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """The upstream benchmark data: the git repository (cloned once into the cache, fetched on every

@@ -5,8 +5,8 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.defs.resources import Warehouse
-from pipelines.ingest.source_types import Listing, SourceError
-from pipelines.ingest.upstream_changes import sensor_listing
+from pipelines.ingest.source.listing import Listing, SourceError
+from pipelines.ingest.source.upstream_changes import sensor_listing
 from pipelines.orchestration.plan import IngestPlan, plan_ingest, register
 
 # Every asset and its checks: a run stages the snapshot partitions it names and recomputes only what changed.

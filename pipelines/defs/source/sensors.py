@@ -7,8 +7,8 @@ import dagster as dg
 from pipelines.core import settings
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.source.schedules import ingest_everything, ingest_request
-from pipelines.ingest.source_types import SourceError
-from pipelines.ingest.upstream_changes import check_upstream
+from pipelines.ingest.source.listing import SourceError
+from pipelines.ingest.source.upstream_changes import check_upstream
 from pipelines.orchestration.plan import SNAPSHOTS
 from pipelines.orchestration.sensor_cursor import LOST_AFTER_S, Pending, SensorCursor
 

@@ -5,7 +5,9 @@ from pipelines.core.layout import DATABASE, Layout
 from pipelines.core.metadata import format_cell, markdown_table
 from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import db, publish, versions
+from pipelines.statistics import database_publish as publish
+from pipelines.statistics import db
+from pipelines.statistics import statistic_versions as versions
 
 GROUP = "statistics"
 PREVIEW_ROWS = 5

@@ -1,7 +1,7 @@
 import dagster as dg
 import polars as pl
 
-from pipelines.assemble.build import CHECKS, TABLE_NAMES, BuildRefused, build_tables, tables_code_version
+from pipelines.assemble.tables_build import CHECKS, TABLE_NAMES, BuildRefused, build_tables, tables_code_version
 from pipelines.core import column_docs, schemas
 from pipelines.core.layout import Layout
 from pipelines.defs.common import REBUILD, WRITERS, check_result, table_metadata

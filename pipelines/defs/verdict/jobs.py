@@ -2,12 +2,12 @@ import dagster as dg
 from pydantic import Field
 
 from pipelines.defs.resources import Warehouse
-from pipelines.duck import db
+from pipelines.statistics import db
+from pipelines.verdict.against_history import judge_contender
 from pipelines.verdict.contender import BadContender
 from pipelines.verdict.judge import MIN_EFFECT
 from pipelines.verdict.pairwise import judge_pair
 from pipelines.verdict.render import headline, render_markdown
-from pipelines.verdict.verdict import judge_contender
 
 
 class VerdictConfig(dg.Config):

@@ -5,7 +5,7 @@
 changed since; `build_report_if_stale` builds only then.
 """
 
-from pipelines.exports.report.build import build_report, build_report_if_stale, is_stale
+from pipelines.exports.report.report_build import build_report, build_report_if_stale, is_stale
 from pipelines.exports.report.site import ReportSummary
 
 __all__ = ["ReportSummary", "build_report", "build_report_if_stale", "is_stale"]

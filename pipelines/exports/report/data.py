@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.core import sql_files
-from pipelines.duck import db
+from pipelines.statistics import db
 
 CHANGE_POINTS = "change_points"
 # The columns of report_change_points.sql, for a warehouse without the table: an empty frame of them.

@@ -16,7 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.exports.report import history, implementations
+from pipelines.exports.report import history_charts as history
+from pipelines.exports.report import implementations
 from pipelines.exports.report.changes_page import commit_label
 from pipelines.exports.report.implementations import Style
 from pipelines.exports.report.pages import METRIC_ORDER, PASS_ORDER, Picture, metric_label, order

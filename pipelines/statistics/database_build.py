@@ -1,0 +1,276 @@
+"""Build warehouse.duckdb: the Parquet tables copied in, then the statistics of SPEC section 6.
+
+The file is self-contained (it reads no other file, so a copy of it alone answers every query), written
+in the storage format DuckDB 1.2 and later read (STORAGE_COMPATIBILITY), and carries the descriptions
+of its tables and columns as comments (`column_docs`).
+
+The statistics are SQL files in `sql/statistics/` (read through `sql_files`); this
+module only runs them. The database is built in a temporary file beside
+`warehouse.duckdb` and swapped in with `os.replace`, so a reader never sees
+half a database, and readers, which attach the file read-only, never block a
+build (they hold the old file, the build writes a new one).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from pipelines.core import column_docs, sql_files
+from pipelines.core.layout import Layout
+from pipelines.series import series_tables
+from pipelines.statistics.db import SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, statistic_sql
+from pipelines.storage import store
+
+# Loaded side by side, one connection each: runs alone takes as long as all the others.
+LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs"))
+# Temporary tables the statistics share, computed once per build and not kept in the file.
+INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
+# Long texts that are nearly all distinct, stored with zstd: DuckDB's default for text (dictionary
+# and FSST) spends its effort looking for repeats these columns lack. At 10M runs a run_id column
+# (157 characters) takes about a third of the time to write and half the space that way.
+ZSTD_COLUMNS = frozenset({"run_id", "previous_run_id", "baseline_run_id", "name", "raw_timestamp"})
+
+
+def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path | None = None, reuse: Reuse | None = None) -> dict[str, int]:
+    """Build warehouse.duckdb (or `target`) from the Parquet tables; return the row count of every table made.
+    The statistics `reuse` names are copied from its file instead of computed again.
+
+    Hold `store.writer_lock` around it when other writers may run: it reads the tables
+    together, and their `store.sweep` deletes temporary files such as this build's.
+    """
+    target = Layout(warehouse_dir).database if target is None else target
+    # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
+    temporary = store.temp_path(target)
+    # Where DuckDB spills what does not fit in MEMORY_LIMIT; the same prefix, so it is swept too.
+    spill = temporary.with_name(temporary.name + ".tmp")
+    try:
+        with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
+            _load_tables(con, Path(warehouse_dir))
+            _create_statistics(con, baselines, reuse or Reuse())
+            _comment(con)
+            counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
+            con.execute("CHECKPOINT")
+        store.fsync_file(temporary)
+        os.replace(temporary, target)
+        store.fsync_dir(target.parent)
+    finally:
+        for leftover in (temporary, temporary.with_name(temporary.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        shutil.rmtree(spill, ignore_errors=True)
+    return counts
+
+
+# DuckDB's default is 80% of the machine's memory; the build stays well inside a
+# shared machine's share and spills to disk beyond it. At 3M runs 1 GB built the file in 30 s and
+# 1.16 GB of peak RSS, 3 GB in 33 s and 1.8 GB: the statistics gain nothing from more.
+MEMORY_LIMIT = "1GB"
+
+
+# The oldest storage format that keeps ZSTD_COLUMNS (v1.0 and v1.1 have no zstd for text): the DuckDB
+# CLI and clients 1.2 and later open the file; DuckDB 2.0's own format ("version number 69") only 2.x.
+STORAGE_COMPATIBILITY = "v1.2.0"
+
+
+def _build_config(spill: Path) -> dict[str, str]:
+    return {"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill), "storage_compatibility_version": STORAGE_COMPATIBILITY}
+
+
+def _comment(con: duckdb.DuckDBPyConnection) -> None:
+    """Every table's, view's and column's description as its comment, which a SQL client shows."""
+    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'").fetchall())
+    for name, kind in kinds.items():
+        noun = "VIEW" if kind == "VIEW" else "TABLE"
+        text = table_description(name)
+        if text:
+            con.execute(f'COMMENT ON {noun} "{name}" IS {_literal(text)}')
+        for (column,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall():
+            text = column_docs.column_description(name, column)
+            if text:
+                con.execute(f'COMMENT ON COLUMN "{name}"."{column}" IS {_literal(text)}')
+
+
+def table_description(name: str) -> str | None:
+    """A table's description, a statistic's or a view's: the header of the SQL that makes it."""
+    if name in STATISTICS:
+        return sql_files.description(statistic_sql(name))
+    if f"views/{name}" in sql_files.names("views"):
+        return sql_files.description(f"views/{name}")
+    return column_docs.table_description(name)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _parquet_source(warehouse_dir: Path, table: str) -> str:
+    file = Layout(warehouse_dir).table(table)
+    if file.is_file():
+        if store.parquet_rows(file) is None:
+            raise store.DamagedFile(
+                f"{file} is damaged (not readable Parquet): materialize the tables (or everything), which rebuild it from the staging",
+                file,
+            )
+        return str(file)
+    folder = Layout(warehouse_dir).table_folder(table)
+    if folder.is_dir():
+        return str(folder / "**" / "*.parquet")
+    raise WarehouseMissing(f"{file} (or a folder {folder}/) does not exist: materialize the {table} table first")
+
+
+def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
+    """Copy the Parquet tables in, runs in run_id order.
+
+    Copied rather than viewed, so that the file reads no other (a copy of it alone answers every query;
+    a view names its Parquet by a path that DuckDB resolves against the reader's folder, not the file's)
+    and readers never see Parquet that a later run rewrote under them. Each copy runs on one
+    thread, the shares side by side: a copy on several threads keeps the file's row order only
+    by rewriting its row groups at the next checkpoint, which costs as much again.
+    The statistics rely on runs' row order (see `history_key` in sql/macros.sql).
+    """
+    sources = {table: _parquet_source(warehouse_dir.resolve(), table) for table in TABLES}
+    con.execute("SET threads = 1")
+
+    def load(tables: tuple[str, ...]) -> None:
+        with con.cursor() as cursor:
+            for table in tables:
+                try:
+                    create_table(cursor, table, _select_all(cursor, table, sources[table]), [sources[table]])
+                except duckdb.Error:  # random damage raises any of its kinds; parquet_reads below tells
+                    damaged = Path(sources[table])
+                    if not damaged.is_file() or store.parquet_reads(damaged):
+                        raise  # not the table's damage (a full disk, say)
+                    # Its footer read (see _parquet_source), its data did not; DuckDB's message is not one line.
+                    # The file in the tables' build is removed (under the writer lock), so that their next build
+                    # finds that build damaged and makes it again.
+                    damaged.resolve().unlink()
+                    raise store.DamagedFile(
+                        f"{sources[table]} is damaged (its data does not read) and was removed: materialize the tables "
+                        "(or everything), which rebuild it from the staging",
+                        damaged,
+                    ) from None
+
+    with ThreadPoolExecutor(len(LOAD_SHARES)) as pool:
+        for done in [pool.submit(load, share) for share in LOAD_SHARES]:
+            done.result()
+    con.execute("RESET threads")
+    if not _runs_in_run_id_order(con):
+        create_table(con, "runs_in_order", "SELECT * FROM runs ORDER BY run_id")
+        con.execute("DROP TABLE runs")
+        con.execute("ALTER TABLE runs_in_order RENAME TO runs")
+
+
+# Columns computed beside a Parquet column as the file is loaded: the numeric x value, so that "the largest size"
+# needs no TRY_CAST (null when the text is not a finite number).
+COMPUTED_AFTER = {
+    ("runs", "x_value"): "CASE WHEN isfinite(TRY_CAST(x_value AS DOUBLE)) THEN TRY_CAST(x_value AS DOUBLE) END AS x_value_num"
+}
+
+
+def _select_all(con: duckdb.DuckDBPyConnection, table: str, source: str) -> str:
+    """The SELECT that loads `table` from its Parquet `source` (the one parameter): every column, each computed one
+    of COMPUTED_AFTER right after the column it is computed from."""
+    read = "read_parquet(?, union_by_name = true)"
+    if not any(name == table for name, _ in COMPUTED_AFTER):
+        return f"SELECT * FROM {read}"
+    columns = [column for column, *_ in con.execute(f"DESCRIBE SELECT * FROM {read}", [source]).fetchall()]
+    listed = []
+    for column in columns:
+        listed.append(f'"{column}"')
+        if computed := COMPUTED_AFTER.get((table, column)):
+            listed.append(computed)
+    return f"SELECT {', '.join(listed)} FROM {read}"
+
+
+def create_table(con: duckdb.DuckDBPyConnection, name: str, select: str, params: list | None = None) -> None:
+    """CREATE TABLE name AS select, with ZSTD_COLUMNS compressed by zstd (a CTAS cannot say so).
+
+    Inserted in the order `select` gives when the connection preserves insertion order.
+    """
+    columns = con.execute(f"DESCRIBE {select}", params).fetchall()
+    definitions = ", ".join(
+        f'"{column}" {type_}' + (" USING COMPRESSION zstd" if column in ZSTD_COLUMNS else "") for column, type_, *_ in columns
+    )
+    con.execute(f'CREATE TABLE "{name}" ({definitions})')
+    con.execute(f'INSERT INTO "{name}" {select}', params)
+
+
+def _runs_in_run_id_order(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when runs' rowid order is run_id order, as the tables are written: one pass, no sort.
+
+    The previous row's rowid is compared too, so a scan that did not follow rowid order fails the test.
+    """
+    (disorders,) = con.execute(
+        "SELECT count(*) FROM (SELECT rowid AS row_id, run_id, lag(rowid) OVER () AS previous_row,"
+        " lag(run_id) OVER () AS previous_run_id FROM runs)"
+        " WHERE previous_row <> row_id - 1 OR previous_run_id >= run_id OR run_id IS NULL"
+    ).fetchone()
+    return disorders == 0
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """Statistics an earlier warehouse.duckdb holds with the keys this build gives them (`statistic_versions`): the same
+    code over the same tables and inputs, so the same rows. A change to one statistic's SQL computes that one (and
+    those that read it) and copies the rest, change points included."""
+
+    database: Path | None = None
+    statistics: frozenset[str] = frozenset()
+
+    def copied(self) -> frozenset[str]:
+        """The statistics copied: a view is made again (it is its SQL), and the series statistics are computed
+        together, so both are copied or neither."""
+        tables = frozenset() if self.database is None else self.statistics - set(VIEWS)
+        return tables if set(SERIES_STATISTICS) <= tables else tables - set(SERIES_STATISTICS)
+
+
+def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], reuse: Reuse) -> dict[str, float]:
+    """Make the statistics; return the seconds each intermediate and stored statistic took (the bench's
+    breakdown of the statistics SQL, timed here so that it costs no second build)."""
+    copied = reuse.copied()
+    if copied:
+        con.execute("ATTACH ? AS earlier (READ_ONLY)", [str(reuse.database)])
+    con.execute(sql_files.text("macros"))
+    # A bound parameter, never spliced into SQL text; the statistics read getvariable('baselines').
+    con.execute("SET VARIABLE baselines = ?::VARCHAR[]", [list(baselines)])
+    # No statistic relies on the order its rows are stored in; those that keep one say ORDER BY.
+    con.execute("SET preserve_insertion_order = false")
+    # Views for readers, not statistics (readable_runs, commit_places): first, since the series read commit_places.
+    for name in sql_files.names("views"):
+        con.execute(f'CREATE VIEW "{name.removeprefix("views/")}" AS\n{sql_files.text(name)}')
+    seconds: dict[str, float] = {}
+    for name in INTERMEDIATES:
+        started = time.perf_counter()
+        con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
+        seconds[name] = time.perf_counter() - started
+    for name in sorted(copied):
+        create_table(con, name, f'SELECT * FROM earlier."{name}"')
+    if not set(SERIES_STATISTICS) <= copied:
+        # Series noise and change points (SPEC section 8), computed in Python before the SQL that reads them.
+        seconds.update(series_tables.build(con, baselines, create_table))
+    for name in STATISTICS:
+        if name in SERIES_STATISTICS or name in copied:
+            continue
+        started = time.perf_counter()
+        if name in VIEWS:
+            con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
+        else:
+            create_table(con, name, sql_files.text(f"statistics/{name}"))
+        seconds[name] = time.perf_counter() - started
+    for name in INTERMEDIATES:
+        con.execute(f'DROP TABLE "{name}"')
+    if copied:
+        con.execute("DETACH earlier")
+    return seconds
+
+
+def _row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    (count,) = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()
+    return int(count)

@@ -1,0 +1,238 @@
+"""The comparisons of SPEC section 6 on a small warehouse written here, checked against values worked out by
+hand: provider_comparisons, comparable_groups, kernel_scorecard, version_changes and sweep_comparisons."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from pathlib import Path
+
+import pytest
+from statistics_warehouse import HF_OVER_LIGER, SWEEP_SEQ, by_provider, fixture_runs, group_of, rows, sigma, write_warehouse
+
+from pipelines.statistics import database_build, db
+
+pytest_plugins = ["statistics_warehouse"]
+
+
+# --- provider_comparisons ---------------------------------------------------------------------
+
+
+def test_latest_run_against_the_first_baseline(warehouse_dir: Path) -> None:
+    group = by_provider(warehouse_dir, "a-hf-1")
+    assert set(group) == {"huggingface", "torch", "liger"}
+    # The latest liger run: a-liger-2a and a-liger-2b tie on observed_at, the greater run_id wins,
+    # and the later failed a-liger-3 does not count.
+    liger = group["liger"]
+    assert (liger["run_id"], liger["value"], liger["p20"], liger["p80"]) == ("a-liger-2b", 100, 98, 102)
+    assert liger["baseline_provider"] == "huggingface"
+    assert (liger["baseline_run_id"], liger["baseline_value"]) == ("a-hf-2", 180)
+    assert liger["ratio"] == pytest.approx(180 / 100)
+    assert liger["separated"] is True
+    assert liger["noise"] == "separated"
+    assert group["torch"]["ratio"] == pytest.approx(180 / 150)
+    assert group["torch"]["separated"] is True  # [145, 155] is below [175, 185]
+    assert [group[p]["rank"] for p in ("liger", "torch", "huggingface")] == [1, 2, 3]
+
+
+def test_the_baseline_row(warehouse_dir: Path) -> None:
+    hf = by_provider(warehouse_dir, "a-hf-1")["huggingface"]
+    assert (hf["ratio"], hf["separated"], hf["within_noise"], hf["noise"]) == (1.0, None, None, "baseline")
+
+
+def test_a_provider_alone_is_its_own_baseline(warehouse_dir: Path) -> None:
+    (hf,) = by_provider(warehouse_dir, "d-hf").values()
+    assert (hf["baseline_provider"], hf["ratio"], hf["separated"], hf["rank"]) == ("huggingface", 1.0, None, 1)
+
+
+def test_failed_baseline_runs_do_not_make_a_baseline(warehouse_dir: Path) -> None:
+    group = by_provider(warehouse_dir, "b-torch")
+    assert set(group) == {"torch", "liger"}, "huggingface's only run failed"
+    liger = group["liger"]
+    assert liger["baseline_provider"] == "torch"
+    assert liger["ratio"] == 1.0
+    assert liger["separated"] is False  # [295, 305] inside [290, 310]
+    assert liger["within_noise"] is True
+    assert liger["noise"] == "within noise"
+    assert liger["noise_sigma_log"] == pytest.approx(math.hypot(sigma(295, 305), sigma(290, 310)))
+    assert group["torch"]["rank"] == group["liger"]["rank"] == 1, "equal values share a rank"
+
+
+def test_a_group_without_a_baseline_has_null_ratios(warehouse_dir: Path) -> None:
+    group = by_provider(warehouse_dir, "c-liger")
+    for row in group.values():
+        assert (row["baseline_provider"], row["baseline_value"], row["ratio"], row["separated"]) == (None,) * 4
+        assert row["noise"] == "no baseline"
+    assert (group["liger"]["rank"], group["triton"]["rank"]) == (1, 2)
+
+
+def test_a_group_of_failed_runs_has_no_rows(warehouse_dir: Path) -> None:
+    assert by_provider(warehouse_dir, "e-liger") == {}
+    assert group_of(warehouse_dir, "e-liger") is None
+
+
+def test_a_metric_of_unknown_direction_has_no_ratio(warehouse_dir: Path) -> None:
+    liger = by_provider(warehouse_dir, "t-liger")["liger"]
+    assert liger["baseline_provider"] == "huggingface"
+    assert liger["ratio"] is None
+    assert liger["separated"] is True  # [19, 21] above [9, 11]
+    assert rows(warehouse_dir, "SELECT * FROM kernel_scorecard WHERE metric = 'throughput'") == []
+
+
+def test_the_baseline_list_is_configuration(tmp_path: Path) -> None:
+    write_warehouse(tmp_path, fixture_runs())
+    database_build.build_database(tmp_path, ["torch", "huggingface"])
+    liger = by_provider(tmp_path, "a-hf-1")["liger"]
+    assert (liger["baseline_provider"], liger["ratio"]) == ("torch", pytest.approx(150 / 100))
+    database_build.build_database(tmp_path, [])
+    assert by_provider(tmp_path, "a-hf-1")["liger"]["ratio"] is None
+
+
+def test_a_provider_name_cannot_inject_sql(tmp_path: Path) -> None:
+    write_warehouse(tmp_path, fixture_runs())
+    database_build.build_database(tmp_path, ["x'); DROP TABLE runs; --", "huggingface"])
+    assert by_provider(tmp_path, "a-hf-1")["liger"]["baseline_provider"] == "huggingface"
+
+
+# --- comparable_groups ------------------------------------------------------------------------
+
+
+def test_comparable_group_counts_only_passed_runs(warehouse_dir: Path) -> None:
+    group = group_of(warehouse_dir, "a-hf-1")
+    assert (group["kernel"], group["pass"], group["metric"], group["gpu_name"]) == ("rms_norm", "full", "speed", "A100")
+    assert group["workload_slug"] == "batch4-hidden4096"
+    assert (group["n_runs"], group["n_providers"], group["n_versions"]) == (7, 3, 2)
+    assert group["first_observed"] == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    assert group["last_observed"] == dt.datetime(2024, 2, 1, tzinfo=dt.UTC), "the failed run of March is not counted"
+    # 100, 110, 120, 120, 150, 180, 200
+    assert (group["min_value"], group["median_value"], group["max_value"]) == (100, 120, 200)
+    assert group["unit"] == "ns"
+    assert (group["baseline_provider"], group["best_provider"], group["best_value"]) == ("huggingface", "liger", 100)
+    assert group["best_ratio"] == pytest.approx(1.8)
+
+
+def test_comparable_group_ties_and_even_median(warehouse_dir: Path) -> None:
+    tie = group_of(warehouse_dir, "b-torch")
+    # A tie goes to the provider whose name sorts first.
+    assert (tie["best_provider"], tie["best_value"], tie["best_ratio"]) == ("liger", 300, 1.0)
+    assert tie["n_runs"] == 2
+    no_baseline = group_of(warehouse_dir, "c-liger")
+    assert no_baseline["median_value"] == 55, "the mean of 50 and 60"
+    assert (no_baseline["baseline_provider"], no_baseline["best_provider"], no_baseline["best_ratio"]) == (
+        None,
+        "liger",
+        None,
+    )
+
+
+# --- kernel_scorecard -------------------------------------------------------------------------
+
+
+def scorecard(warehouse_dir: Path, kernel: str) -> dict[tuple[str, str], dict]:
+    found = rows(warehouse_dir, "SELECT * FROM kernel_scorecard WHERE kernel = ? AND metric = 'speed'", [kernel])
+    return {(row["provider"], row["baseline_provider"]): row for row in found}
+
+
+def test_scorecard_over_groups_with_another_baseline(warehouse_dir: Path) -> None:
+    card = scorecard(warehouse_dir, "rms_norm")
+    # huggingface is every group's own baseline or has none; triton has no baseline.
+    assert set(card) == {("liger", "huggingface"), ("liger", "torch"), ("torch", "huggingface")}
+    assert {k: (r["n_groups"], r["geomean_ratio"], r["wins"], r["losses"], r["draws"]) for k, r in card.items()} == {
+        ("liger", "huggingface"): (1, pytest.approx(1.8), 1, 0, 0),
+        ("liger", "torch"): (1, 1.0, 0, 0, 1),
+        ("torch", "huggingface"): (1, pytest.approx(1.2), 1, 0, 0),
+    }
+
+
+def test_scorecard_geomean_wins_losses_and_draws(warehouse_dir: Path) -> None:
+    card = scorecard(warehouse_dir, "swiglu")
+    liger = card["liger", "huggingface"]
+    assert (liger["n_groups"], liger["wins"], liger["losses"], liger["draws"]) == (8, 8, 0, 0)
+    assert liger["geomean_ratio"] == pytest.approx(10**0.25)
+    assert (liger["min_ratio"], liger["max_ratio"]) == (pytest.approx(1.25), pytest.approx(2.5))
+    torch = card["torch", "huggingface"]
+    # seq 128: 1.25 ms / 2.5 ms = 0.5, separated (a loss); seq 256: 1.6 / 1.6 = 1 (a draw).
+    assert (torch["n_groups"], torch["wins"], torch["losses"], torch["draws"]) == (2, 0, 1, 1)
+    assert torch["geomean_ratio"] == pytest.approx(math.sqrt(0.5))
+    assert (torch["gpu_name"], torch["pass"]) == ("H100", "forward")
+
+
+# --- version_changes --------------------------------------------------------------------------
+
+
+def test_version_changes_verdicts(warehouse_dir: Path) -> None:
+    found = rows(
+        warehouse_dir,
+        "SELECT * FROM version_changes WHERE group_id = (SELECT group_id FROM runs WHERE run_id = 'a-hf-1')",
+    )
+    changes = {row["run_id"]: row for row in found}
+    # SPEC's columns and backend, nothing more: the rest of a run is a join on run_id away.
+    assert list(found[0]) == [
+        "group_id",
+        "provider",
+        "backend",
+        "run_id",
+        "previous_run_id",
+        "liger_version",
+        "previous_liger_version",
+        "value",
+        "previous_value",
+        "ratio",
+        "verdict",
+    ]
+    # First runs of a provider have no row; the failed a-liger-3 is not a run here.
+    assert set(changes) == {"a-hf-2", "a-torch-1", "a-liger-2a", "a-liger-2b"}
+    hf = changes["a-hf-2"]
+    assert (hf["previous_run_id"], hf["previous_liger_version"], hf["liger_version"]) == ("a-hf-1", "0.1", "0.2")
+    assert (hf["ratio"], hf["verdict"]) == (pytest.approx(200 / 180), "improved")
+    torch = changes["a-torch-1"]
+    # Separated (p20-p80 apart) and slower.
+    assert (torch["ratio"], torch["verdict"]) == (pytest.approx(120 / 150), "regressed")
+    # Ordered by (observed_at, run_id): 1 -> 2a -> 2b.
+    assert changes["a-liger-2a"]["previous_run_id"] == "a-liger-1"
+    # Intervals overlap: unchanged, whatever the ratio.
+    assert changes["a-liger-2a"]["verdict"] == "unchanged"
+    assert changes["a-liger-2b"]["previous_run_id"] == "a-liger-2a"
+    assert (changes["a-liger-2b"]["ratio"], changes["a-liger-2b"]["verdict"]) == (pytest.approx(1.1), "improved")
+
+
+# --- sweep_comparisons ------------------------------------------------------------------------
+
+
+def sweeps(warehouse_dir: Path, kernel: str) -> dict[tuple[str, str], dict]:
+    found = rows(warehouse_dir, "SELECT * FROM sweep_comparisons WHERE kernel = ? AND metric = 'speed'", [kernel])
+    return {(row["provider"], row["baseline_provider"]): row for row in found}
+
+
+def test_sweep_faster_at_every_point(warehouse_dir: Path) -> None:
+    liger = sweeps(warehouse_dir, "swiglu")["liger", "huggingface"]
+    assert (liger["x_key"], liger["sweep_workload"]) == ("seq", '{"batch":2}')
+    assert (liger["n_points"], liger["n_better"], liger["n_worse"], liger["n_ties"]) == (8, 8, 0, 0)
+    assert liger["geomean_ratio"] == pytest.approx(10**0.25)
+    assert liger["sign_test_p"] == pytest.approx(2 / 2**8, rel=1e-12)  # 0.0078125
+    assert liger["x_values"] == [str(seq) for seq in SWEEP_SEQ], "x in numeric order, not text order"
+    assert liger["ratios"] == pytest.approx(list(HF_OVER_LIGER))
+
+
+def test_sweep_with_a_tie_and_a_loss(warehouse_dir: Path) -> None:
+    torch = sweeps(warehouse_dir, "swiglu")["torch", "huggingface"]
+    assert (torch["n_points"], torch["n_better"], torch["n_worse"], torch["n_ties"]) == (2, 0, 1, 1)
+    assert torch["sign_test_p"] == 1.0, "the tie is left out: 0 of 1"
+    assert torch["geomean_ratio"] == pytest.approx(math.sqrt(0.5))
+
+
+def test_sweep_points_go_to_their_own_baseline(warehouse_dir: Path) -> None:
+    found = sweeps(warehouse_dir, "rms_norm")
+    assert set(found) == {("liger", "huggingface"), ("liger", "torch"), ("torch", "huggingface")}
+    assert found["liger", "huggingface"]["x_values"] == ["4"]
+    only_tie = found["liger", "torch"]
+    assert (only_tie["x_values"], only_tie["n_ties"], only_tie["sign_test_p"]) == (["8"], 1, None)
+
+
+@pytest.mark.parametrize(
+    ("better", "worse", "expected"),
+    [(8, 0, 2 / 256), (0, 8, 2 / 256), (7, 1, 2 * 9 / 256), (4, 4, 1.0), (1, 0, 1.0), (0, 0, None)],
+)
+def test_sign_test(warehouse_dir: Path, better: int, worse: int, expected: float | None) -> None:
+    (p,) = db.query(warehouse_dir, "SELECT sign_test_p(?, ?)", [better, worse]).rows[0]
+    assert p == (None if expected is None else pytest.approx(expected, rel=1e-12))
