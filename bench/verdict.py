@@ -6,9 +6,10 @@ database build, cached under --cache). Each CI week W is a folder of the bundle'
 at the time that snapshot was committed. W's history is every run first seen in a snapshot committed
 before W (either stream), W's own runs left out. On that history, in memory, what the database build and
 the verdict would compute from a warehouse holding just it:
-- the series' order (the view `commit_places`, sql/views/commit_places.sql): a benchmarked commit placed at
-  the earliest of its first run in the history and the commit time of a data snapshot of the history
-  whose commit it abbreviates, other runs at their own time; reruns of one commit are one point;
+- the series' order: the view `commit_places` itself (sql/views/commit_places.sql, run in DuckDB over the
+  history's runs and the snapshots committed before W: main's first-parent order where main holds the
+  commit, else when it was first benchmarked), other runs at their own time; reruns of one commit are one
+  point;
 - the series' noise (pipelines.series.series_noise.noise_arrays over every series, window spread included, as
   pipelines/series/series_tables.py calls it), then the verdict's (pipelines/verdict/verdict_noise.py: pooled, the
   level's window, short series unknown);
@@ -25,10 +26,15 @@ than half of its runs with a history are):
 
 Ground truth: a (kernel, W) pair (kernel, pass, metric, provider, backend, GPU) is a real step when the
 FULL history's `change_points` table holds a `regressed` change point of one of its series, not
-`below_min_effect`, whose first run after is of W's benchmarked commit; `confirmed` and `candidate` both
+`below_min_effect`, that W is the first CI week to show: W's benchmarked commit is the earliest benchmarked
+of those commit_places puts at or after the step's first commit (that commit itself, unless an older commit
+was benchmarked later, a backfill); `confirmed` and `candidate` both
 count (the candidates sit at the newest weeks, which the full history cannot confirm yet). A rule catches
 a real step when it calls that kernel slower in W; a kernel it calls slower that is no real step is a
 false alarm.
+
+The bar is also reported on the real steps that are not launch-bound (most of the contender's runs of the
+kernel launch-bound by its own sweep), which issue 28 asks the verdict to call inconclusive.
 
 The weeks are split in time: the first half is where the rules' constants were chosen, the second half
 was not looked at while choosing them; both are reported, and the totals.
@@ -45,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines.core import settings
+from pipelines.core import settings, sql_files
 from pipelines.series import change_points as detection
 from pipelines.series import series_noise, series_tables
 from pipelines.verdict import judge, verdict_noise
@@ -82,14 +88,16 @@ INNER JOIN first_seen AS f USING (run_id)
 LEFT JOIN snapshots AS fs ON r.first_seen_snapshot = fs.snapshot_id
 WHERE r.status = 'passed' AND r.value > 0
 """
-# Each benchmarked commit with the commit times of the data snapshots whose commit it abbreviates (the view
-# commit_places' second term), to be cut to a week's history.
-DATA_PLACES_SQL = """
-SELECT c.benchmarked_commit, s.committed_at
-FROM (SELECT DISTINCT benchmarked_commit FROM runs WHERE benchmarked_commit IS NOT NULL) AS c
-INNER JOIN snapshots AS s
-    ON s.stream = 'data' AND length(c.benchmarked_commit) >= 7 AND starts_with(s."commit", c.benchmarked_commit)
+# What the view commit_places reads, cut to a week's history before it runs: every run (of any status) with
+# when it was first seen, and the snapshots.
+PLACES_RUNS_SQL = """
+SELECT r.run_id, r.benchmarked_commit, r.observed_at, min(s.committed_at) AS known_at
+FROM runs AS r
+INNER JOIN run_snapshots AS rs USING (run_id)
+INNER JOIN snapshots AS s USING (snapshot_id)
+GROUP BY r.run_id, r.benchmarked_commit, r.observed_at
 """
+PLACES_SNAPSHOTS_SQL = "SELECT * FROM snapshots"
 WEEKS_SQL = """
 SELECT source_file, snapshot_id, committed_at, benchmarked_commit
 FROM snapshots
@@ -98,10 +106,31 @@ QUALIFY row_number() OVER (PARTITION BY source_file ORDER BY committed_at, snaps
 ORDER BY committed_at, source_file
 """
 WEEK_RUNS_SQL = "SELECT snapshot_id, run_id FROM run_snapshots WHERE snapshot_id IN (SELECT snapshot_id FROM snapshots WHERE stream = 'ci')"
+# A step is due at the first CI week that could show it: the earliest-benchmarked commit placed (commit_places)
+# at or after the step's first commit. With commits benchmarked in main's order that is the step's own first
+# commit; an older commit benchmarked later (a backfill) that main's order places after the step's start moves
+# the step to it, but the week that first showed the step, benchmarked before it, is where a gate could see it.
 STEPS_SQL = """
-SELECT DISTINCT kernel, pass, metric, provider, backend, gpu_name, after_commit
-FROM change_points
-WHERE verdict = 'regressed' AND NOT coalesce(below_min_effect, false)
+WITH week_places AS (
+    SELECT w.benchmarked_commit, min(w.committed_at) AS week_at, any_value(p.commit_at) AS commit_at
+    FROM snapshots AS w
+    INNER JOIN commit_places AS p USING (benchmarked_commit)
+    WHERE w.stream = 'ci'
+    GROUP BY w.benchmarked_commit
+),
+steps AS (
+    SELECT DISTINCT c.kernel, c.pass, c.metric, c.provider, c.backend, c.gpu_name, c.after_commit, p.commit_at AS step_at
+    FROM change_points AS c
+    LEFT JOIN commit_places AS p ON c.after_commit = p.benchmarked_commit
+    WHERE c.verdict = 'regressed' AND NOT coalesce(c.below_min_effect, false)
+)
+SELECT DISTINCT
+    s.kernel, s.pass, s.metric, s.provider, s.backend, s.gpu_name,
+    coalesce(
+        (SELECT w.benchmarked_commit FROM week_places AS w WHERE w.commit_at >= s.step_at ORDER BY w.week_at LIMIT 1),
+        s.after_commit
+    ) AS after_commit
+FROM steps AS s
 """
 
 
@@ -130,7 +159,8 @@ class History:
     weeks: pl.DataFrame  # source_file, snapshot_id, committed_at, benchmarked_commit, in time order
     week_runs: pl.DataFrame  # snapshot_id, run_id
     steps: pl.DataFrame  # the full history's regressed change points at or above the minimum effect: KERNEL + after_commit
-    data_places: pl.DataFrame  # benchmarked_commit, committed_at: data snapshots whose commit it abbreviates
+    place_runs: pl.DataFrame  # every run: run_id, benchmarked_commit, observed_at, known_at (what commit_places reads)
+    snapshots: pl.DataFrame  # the snapshots table (what commit_places reads)
 
 
 def read(warehouse: Path) -> History:
@@ -141,26 +171,32 @@ def read(warehouse: Path) -> History:
         weeks = con.sql(WEEKS_SQL).pl()
         week_runs = con.sql(WEEK_RUNS_SQL).pl()
         steps = con.sql(STEPS_SQL).pl()
-        data_places = con.sql(DATA_PLACES_SQL).pl()
+        place_runs = con.sql(PLACES_RUNS_SQL).pl()
+        snapshots = con.sql(PLACES_SNAPSHOTS_SQL).pl()
     points = points.with_columns(
         pl.struct(SERIES).rank("dense").cast(pl.Int64).sub(1).alias("sid"),
         pl.struct("kernel", "pass", "metric", "gpu_name", "provider", "backend").rank("dense").cast(pl.Int64).alias("pool"),
         pl.struct("metric", "gpu_name").rank("dense").cast(pl.Int64).alias("metric_pool"),
         pl.col("commit").rank("dense").cast(pl.Int64).alias("commit_code"),
     )
-    return History(points, weeks, week_runs, steps, data_places)
+    return History(points, weeks, week_runs, steps, place_runs, snapshots)
 
 
-def placed(history: pl.DataFrame, data_places: pl.DataFrame, known_before: object) -> pl.DataFrame:
-    """`history` with `order`, as sql/views/commit_places.sql would place it in a warehouse holding just this
-    history (a benchmarked commit at the earliest of its first run and a data snapshot committed before
-    `known_before` whose commit it abbreviates, else the run's own time), sorted series after series as
-    sql/series/series_points.sql sorts them (order, then observed_at and rowid)."""
-    first_run = history.filter(pl.col("benchmarked_commit").is_not_null()).group_by("benchmarked_commit").agg(pl.col("observed_at").min())
-    data = data_places.filter(pl.col("committed_at") < known_before).group_by("benchmarked_commit").agg(pl.col("committed_at").min())
-    places = first_run.join(data, on="benchmarked_commit", how="left").select(
-        "benchmarked_commit", pl.min_horizontal("observed_at", "committed_at").alias("commit_at")
-    )
+def commit_places(runs: pl.DataFrame, snapshots: pl.DataFrame) -> pl.DataFrame:
+    """benchmarked_commit, commit_at: the view commit_places (sql/views/commit_places.sql, the one ordering) run
+    in DuckDB over `runs` and `snapshots` standing for the warehouse's tables of those names."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.register("runs", runs)
+        con.register("snapshots", snapshots)
+        return con.sql(sql_files.text("views/commit_places")).pl().select("benchmarked_commit", "commit_at")
+
+
+def placed(history: pl.DataFrame, places: pl.DataFrame) -> pl.DataFrame:
+    """`history` with `order`: its benchmarked commit's `commit_at` in `places` (commit_places), else the run's
+    own time, sorted series after series as sql/series/series_points.sql sorts them (order, then observed_at and
+    rowid)."""
     frame = history.join(places, on="benchmarked_commit", how="left").with_columns(pl.coalesce("commit_at", "observed_at").alias("order"))
     return frame.drop("commit_at").sort("sid", "order", "observed_at", "row_id")
 
@@ -241,8 +277,12 @@ def week_runs(data: History, week: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
     `placed` as a warehouse of just that history would order it)."""
     runs = data.week_runs.filter(pl.col("snapshot_id") == week["snapshot_id"])["run_id"]
     contender = data.points.filter(pl.col("run_id").is_in(runs.implode())).sort("row_id")
-    history = data.points.filter((pl.col("known_at") < week["committed_at"]) & ~pl.col("run_id").is_in(runs.implode()))
-    return contender, placed(history, data.data_places, week["committed_at"])
+    before = week["committed_at"]
+    history = data.points.filter((pl.col("known_at") < before) & ~pl.col("run_id").is_in(runs.implode()))
+    # What a warehouse holding just this history would hold: its runs, of any status, and the snapshots before W.
+    place_runs = data.place_runs.filter((pl.col("known_at") < before) & ~pl.col("run_id").is_in(runs.implode()))
+    places = commit_places(place_runs, data.snapshots.filter(pl.col("committed_at") < before))
+    return contender, placed(history, places)
 
 
 def judge_history(
@@ -260,13 +300,16 @@ def judge_history(
 def judge_week(data: History, week: dict, min_effect: float) -> dict:
     """One week judged by the verdict and the two simple rules, with the full history's steps at its commit."""
     contender, history = week_runs(data, week)
-    _, kernels = judge_history(history, contender, min_effect)
+    runs, kernels = judge_history(history, contender, min_effect)
     mine = history.join(contender.select(SERIES).unique(), on=SERIES, how="semi")
-    kernels = kernels.join(simple_rules(mine, contender), on=KERNEL, how="left")
+    kernels = kernels.join(simple_rules(mine, contender), on=KERNEL, how="left").join(launch_bound_kernels(runs), on=KERNEL, how="left")
     commit = week["benchmarked_commit"]
     real = data.steps.filter(pl.col("after_commit") == commit).select(KERNEL).unique()
     kernels = kernels.join(real.with_columns(pl.lit(True).alias("real")), on=KERNEL, how="left").with_columns(
-        pl.col("real").fill_null(False), pl.col("z_slower").fill_null(False), pl.col("ten_slower").fill_null(False)
+        pl.col("real").fill_null(False),
+        pl.col("z_slower").fill_null(False),
+        pl.col("ten_slower").fill_null(False),
+        pl.col("launch_bound").fill_null(False),
     )
     verdict_slower = pl.col("verdict") == "slower"
     gate_slower = verdict_slower & pl.col("gates")
@@ -287,16 +330,32 @@ def judge_week(data: History, week: dict, min_effect: float) -> dict:
         row[f"{name}_alarms"] = kernels.filter(called).height
         row[f"{name}_false"] = kernels.filter(called & ~pl.col("real")).height
         row[f"{name}_caught"] = kernels.filter(called & pl.col("real")).height
+    # The bar without the steps issue 28 asks to call inconclusive: kernels whose points are launch-bound.
+    free = pl.col("real") & pl.col("gates") & ~pl.col("launch_bound")
+    row["real_gate_free"] = kernels.filter(free).height
+    row["gate_caught_free"] = kernels.filter(free & gate_slower).height
+    row["z_gate_caught_free"] = kernels.filter(free & pl.col("z_slower")).height
     row["inconclusive"] = kernels.filter(pl.col("verdict") == "inconclusive").height
     row["real_gate_inconclusive"] = kernels.filter(pl.col("real") & pl.col("gates") & (pl.col("verdict") == "inconclusive")).height
     row["kernels"] = kernels.height
     row["false_kernels"] = _names(kernels.filter(gate_slower & ~pl.col("real")))
     row["caught_kernels"] = _names(kernels.filter(gate_slower & pl.col("real")))
+    row["z_caught_kernels"] = _names(kernels.filter(pl.col("z_slower") & pl.col("gates") & pl.col("real") & ~gate_slower))
     return row
 
 
+def launch_bound_kernels(runs: pl.DataFrame) -> pl.DataFrame:
+    """KERNEL, launch_bound: most of the kernel's runs are launch-bound by the contender's own sweep (the verdict's
+    runs, judge.LAUNCH_BOUND), the points issue 28 asks to call inconclusive whatever a rule says of them."""
+    bound = pl.col("reason").fill_null("").str.starts_with(judge.LAUNCH_BOUND.split(":")[0])
+    return runs.group_by(KERNEL).agg((bound.sum() * 2 > pl.len()).alias("launch_bound"))
+
+
 def _names(kernels: pl.DataFrame) -> str:
-    return ", ".join(f"{r['kernel']}/{r['pass']}/{r['metric']}/{r['provider']}" for r in kernels.iter_rows(named=True))
+    return ", ".join(
+        f"{r['kernel']}/{r['pass']}/{r['metric']}/{r['provider']}{' [launch-bound]' if r['launch_bound'] else ''}"
+        for r in kernels.iter_rows(named=True)
+    )
 
 
 def measure(data: History, min_effect: float) -> pl.DataFrame:
@@ -315,12 +374,15 @@ def main(argv: list[str] | None = None) -> None:
     rows = measure(data, args.min_effect)
     print(markdown(rows))
     print()
-    for row in rows.filter((pl.col("false_kernels") != "") | (pl.col("caught_kernels") != "")).iter_rows(named=True):
-        for what in ("false", "caught"):
+    titles = {
+        "false": "false gate alarms",
+        "caught": "real steps caught (gating)",
+        "z_caught": "real steps the z-score caught and the gate did not ([launch-bound] marked)",
+    }
+    for row in rows.iter_rows(named=True):
+        for what, title in titles.items():
             if row[f"{what}_kernels"]:
-                print(
-                    f"{row['week']}: {'false gate alarms' if what == 'false' else 'real steps caught (gating)'}: {row[f'{what}_kernels']}"
-                )
+                print(f"{row['week']}: {title}: {row[f'{what}_kernels']}")
     print()
     print(markdown_totals(rows))
 
@@ -357,6 +419,7 @@ def markdown_totals(rows: pl.DataFrame) -> str:
         "real steps (gating)",
         "of them the gate left inconclusive",
         *(f"{title}: false per week / caught" for _, title in RULES),
+        "real steps (gating) not launch-bound: verdict, gating / z-score, gating caught",
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for name, part in parts:
@@ -366,6 +429,9 @@ def markdown_totals(rows: pl.DataFrame) -> str:
             str(int(part["real_gate_inconclusive"].sum())),
         ]
         cells += [f"{part[f'{rule}_false'].sum() / max(part.height, 1):.2f} / {int(part[f'{rule}_caught'].sum())}" for rule, _ in RULES]
+        cells.append(
+            f"{int(part['real_gate_free'].sum())}: {int(part['gate_caught_free'].sum())} / {int(part['z_gate_caught_free'].sum())}"
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

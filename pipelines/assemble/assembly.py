@@ -42,6 +42,12 @@ def fingerprint(metas: list[SnapshotMeta], listing: Listing | None) -> str:
         "snapshots": sorted(json.dumps(asdict(m), sort_keys=True) for m in metas),
         "files_at_head": sorted(listing.files_at_head) if listing is not None else None,
         "on_branch": [[ref.snapshot_id, ref.sequence] for ref in listing.snapshots] if listing is not None else None,
+        # Where each CI folder's commit sits in `main` now (a rewrite of main can move it).
+        "main_places": sorted(
+            [ref.snapshot_id, ref.main_commit, ref.main_position] for ref in listing.snapshots if ref.main_position is not None
+        )
+        if listing is not None
+        else None,
     }
     return hashlib.sha256(canonical_json(parts).encode()).hexdigest()
 

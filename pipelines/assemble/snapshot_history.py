@@ -30,6 +30,22 @@ class History:
             return None
         return {ref.snapshot_id: ref.sequence for ref in self.listing.snapshots}
 
+    @cached_property
+    def _main_places(self) -> dict[str, tuple]:
+        """{benchmarked commit: (main commit, first-parent position, commit time)} as the listing places it now."""
+        if self.listing is None:
+            return {}
+        return {
+            ref.benchmarked_commit: (ref.main_commit, ref.main_position, ref.main_committed_at)
+            for ref in self.listing.snapshots
+            if ref.benchmarked_commit and ref.main_position is not None
+        }
+
+    def main_place(self, meta: SnapshotMeta) -> tuple:
+        """(main commit, first-parent position, commit time) of a CI snapshot's benchmarked commit in the data stream's
+        branch as it is now, also for a snapshot no longer listed whose commit another one names; Nones where unknown."""
+        return self._main_places.get(meta.benchmarked_commit, (None, None, None)) if meta.stream == "ci" else (None, None, None)
+
     def on_branch(self, meta: SnapshotMeta) -> bool:
         # A plain CSV's listing names its current content only, but its contents are snapshots in the order ingested,
         # none a rewrite of another (SPEC section 2): every one stays, so first seen and first values do not move.

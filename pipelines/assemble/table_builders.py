@@ -110,6 +110,7 @@ def snapshots(history: History, conflicts: dict[str, int] | None = None) -> pl.D
             "benchmarked_commit": m.benchmarked_commit,
             "release": m.release,
             "on_branch": history.on_branch(m),
+            **dict(zip(("main_commit", "main_position", "main_committed_at"), history.main_place(m), strict=True)),
         }
         for m in history.ordered
     ]

@@ -168,6 +168,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "line_end": "the line ending",
         "final_newline": "the file ends with a newline",
         "layout": "separators and texts other than the writer's, as JSON",
+        "main_commit": "a CI snapshot's benchmarked commit as main holds it (its id, or the commit whose Upstream-Commit names it)",
+        "main_position": "that commit's first-parent position in main (1: the root); null where main does not hold it",
+        "main_committed_at": "that commit's time in main (UTC)",
     },
     "quarantine": {"raw": "the row as text", "reason": "why it was not accepted"},
     # Statistics, where a shared word would mislead (their SQL headers say more).
@@ -194,7 +197,8 @@ COLUMNS: dict[str, dict[str, str]] = {
     "sweep_comparisons": {"n_points": "sweep points compared"},
     "commit_places": {
         "benchmarked_commit": "a commit of upstream's main that its CI benchmarked (a CI folder's name, abbreviated)",
-        "commit_at": "its place in main as the warehouse can tell it: the earliest of its first run and its data commit's time (UTC)",
+        "commit_at": "its place in main as a time (UTC): from main's first-parent order where main holds it, else the earliest of its first run and its data commit's time",
+        "main_position": "its first-parent position in main (1: the root); null where main does not hold it",
     },
     # The view in human units: its inherited words would say ns and bytes.
     "readable_runs": {

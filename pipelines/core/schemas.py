@@ -179,6 +179,11 @@ SNAPSHOTS = pl.Schema(
         "benchmarked_commit": pl.String,  # from a CI folder's name
         "release": pl.String,
         "on_branch": pl.Boolean,  # still reachable from its branch (SPEC section 1)
+        # A CI snapshot's benchmarked commit in the data stream's branch (`main`) where it holds it: the commit
+        # there, its first-parent position (1: the root) and its commit time; null elsewhere (the view commit_places).
+        "main_commit": pl.String,
+        "main_position": pl.Int64,
+        "main_committed_at": UTC_TIME,
     }
 )
 

@@ -51,7 +51,10 @@ def sync(warehouse: Path, settings: Settings) -> Listing:
             "head": listing.head,
             "files_at_head": list(listing.files_at_head),
             "head_snapshots": list(listing.head_snapshots) if listing.head_snapshots is not None else None,
-            "snapshots": [asdict(ref) | {"committed_at": _iso(ref.committed_at)} for ref in listing.snapshots],
+            "snapshots": [
+                asdict(ref) | {"committed_at": _iso(ref.committed_at), "main_committed_at": _iso(ref.main_committed_at)}
+                for ref in listing.snapshots
+            ],
         },
     )
     return listing
@@ -95,6 +98,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def _time(value: str | None) -> datetime | None:
+    # A listing written before `main_committed_at` existed lacks it: None.
+    return datetime.fromisoformat(value) if value else None
+
+
 def recorded_listing(warehouse: Path) -> Listing | None:
     """The listing the last sync recorded; None before the first. A damaged one is DamagedFile: the
     next sync (upstream_source) writes it again."""
@@ -104,7 +112,7 @@ def recorded_listing(warehouse: Path) -> Listing | None:
     raw = store.read_json(path)
     try:
         refs = tuple(
-            SnapshotRef(**(r | {"committed_at": datetime.fromisoformat(r["committed_at"]) if r["committed_at"] else None}))
+            SnapshotRef(**(r | {"committed_at": _time(r["committed_at"]), "main_committed_at": _time(r.get("main_committed_at"))}))
             for r in raw["snapshots"]
         )
         at_head = raw.get("head_snapshots")

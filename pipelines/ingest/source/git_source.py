@@ -15,13 +15,23 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.core.kernel_backends import ci_folder
 from pipelines.core.settings import DEFAULT_FILE_GLOB
 from pipelines.ingest.source.address import git_url
-from pipelines.ingest.source.listing import BranchNotFound, DeadlineExceeded, Listing, ShallowSource, SnapshotRef, SourceError, unreachable
+from pipelines.ingest.source.listing import (
+    BranchNotFound,
+    DeadlineExceeded,
+    Listing,
+    MainCommit,
+    ShallowSource,
+    SnapshotRef,
+    SourceError,
+    unreachable,
+)
 from pipelines.ingest.source.retry import cache_lock, with_retries
 from pipelines.storage import store
 
@@ -33,6 +43,9 @@ LS_REMOTE_DEADLINE_SECONDS = 120
 GIT_PROTOCOLS = "file:http:https:ssh"
 _SAFE_REF = re.compile(r"^[A-Za-z0-9._/-]+$")
 _REGULAR_FILE_MODES = ("100644", "100755")
+# A trailer that names the upstream commit a filtered copy's commit stands for (the offline bundle's `main`).
+UPSTREAM_TRAILER = "Upstream-Commit"
+_COMMIT_ID = re.compile(r"^[0-9a-f]{7,40}$")
 
 
 def _git(
@@ -248,5 +261,47 @@ class GitSource:
         at_head = tuple(first_with[path, blob] for path, blob in sorted(files.items()) if (path, blob) in first_with)
         return Listing(head=head, snapshots=tuple(snapshots), files_at_head=tuple(sorted(files)), head_snapshots=at_head)
 
+    def first_parent(self) -> tuple[MainCommit, ...]:
+        """The branch's first-parent line, oldest first, with each commit's time and the ids its `Upstream-Commit:`
+        trailers name: where a commit of it sits (SPEC section 8: a series follows its place in `main`)."""
+        log = _git_ok(
+            [
+                "log",
+                "--first-parent",
+                "--reverse",
+                f"--format=%x1e%H%x1f%cI%x1f%(trailers:key={UPSTREAM_TRAILER},valueonly,separator=%x1f)",
+                self._ref,
+            ],
+            self.clone_dir,
+        ).decode("utf-8", errors="replace")
+        commits = []
+        for position, record in enumerate((r for r in log.split("\x1e") if r.strip()), 1):
+            commit, committed, *named = record.strip("\n").split("\x1f")
+            upstream = tuple(n.strip().lower() for n in named if _COMMIT_ID.match(n.strip().lower()))
+            commits.append(MainCommit(commit, position, datetime.fromisoformat(committed).astimezone(UTC), upstream))
+        return tuple(commits)
+
     def read(self, ref: SnapshotRef) -> bytes:
         return _git_ok(["cat-file", "blob", f"{ref.commit}:{ref.source_file}"], self.clone_dir)
+
+
+def place_in_main(refs: tuple[SnapshotRef, ...], main: tuple[MainCommit, ...]) -> tuple[SnapshotRef, ...]:
+    """`refs` with each CI folder's benchmarked commit placed in `main` (`main_commit`, `main_position`,
+    `main_committed_at`) where `main` holds it: an `Upstream-Commit:` trailer naming it (a filtered copy of upstream,
+    whose own ids differ), else its own id. An abbreviation that names more than one commit there, or none, is not
+    placed (the view commit_places then places it by when it was first benchmarked)."""
+    by_trailer: dict[str, list[MainCommit]] = {}
+    by_id: dict[str, list[MainCommit]] = {}
+    abbreviations = {len(r.benchmarked_commit) for r in refs if r.benchmarked_commit}
+    for commit in main:
+        for size in abbreviations:
+            by_id.setdefault(commit.commit[:size], []).append(commit)
+            for named in commit.upstream_commits:
+                by_trailer.setdefault(named[:size], []).append(commit)
+    placed = []
+    for ref in refs:
+        found = (by_trailer.get(ref.benchmarked_commit) or by_id.get(ref.benchmarked_commit) or []) if ref.benchmarked_commit else []
+        if len({c.commit for c in found}) == 1:
+            ref = replace(ref, main_commit=found[0].commit, main_position=found[0].position, main_committed_at=found[0].committed_at)
+        placed.append(ref)
+    return tuple(placed)

@@ -56,6 +56,23 @@ class SnapshotRef:
     # What a CI folder's name says (`benchmarks/<commit>[-v<release>]/`); None elsewhere.
     benchmarked_commit: str | None = None
     release: str | None = None
+    # Where the benchmarked commit sits in the data stream's branch (`main`), when that branch holds it (its own
+    # id, or an `Upstream-Commit:` trailer naming it): the commit there, its first-parent position (1: the root)
+    # and its commit time. Read from the branch as it is now at each sync, never staged.
+    main_commit: str | None = None
+    main_position: int | None = None
+    main_committed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class MainCommit:
+    """One commit of the data stream's branch on its first-parent line, oldest first: `position` 1 is the root."""
+
+    commit: str
+    position: int
+    committed_at: datetime
+    # The ids its `Upstream-Commit:` trailers name (a filtered copy of upstream names the real commit so).
+    upstream_commits: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.ingest.source.git_source import GitSource
+from pipelines.ingest.source.git_source import GitSource, place_in_main
 from pipelines.ingest.source.listing import BranchNotFound, Listing, SnapshotRef, SourceError
 
 _NEVER = datetime.min.replace(tzinfo=UTC)
@@ -74,6 +74,9 @@ class GitStreams:
         else:
             merged = heapq.merge(*(listing.snapshots for listing in listings.values()), key=lambda ref: ref.committed_at or _NEVER)
             snapshots = tuple(replace(ref, sequence=number) for number, ref in enumerate(merged, 1))
+        if "ci" in listings and "data" in listings:
+            # Each CI folder's commit placed in the data stream's branch (`main`), where it holds it.
+            snapshots = place_in_main(snapshots, self.sources["data"].first_parent())
         head = "+".join(listing.head for listing in listings.values() if listing.head) or None
         files = tuple(sorted(f for listing in listings.values() for f in listing.files_at_head))
         at_head = tuple(s for listing in listings.values() for s in (listing.head_snapshots or ()))
