@@ -91,7 +91,17 @@ def _statistic(name: str) -> Stage:
             inputs=("tables",),
             entry="pipelines.series.series_tables:build",
             outputs=(name,),
-            sql=("macros", "series/change_points", "series/series", "series/series_points"),
+            sql=(
+                "macros",
+                "series/candidate_series",
+                "series/candidate_series_range",
+                "series/change_points",
+                "series/group_ranges",
+                "series/series",
+                "series/series_noise",
+                "series/series_points",
+                "series/series_points_of_candidates",
+            ),
             libraries=("duckdb", "numpy", "pyarrow", "ruptures"),
             modules=(DATABASE_BUILDER, f"{SERIES_MODULES}.series_tables"),
         )

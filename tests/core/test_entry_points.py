@@ -17,7 +17,11 @@ from pipelines.core.settings import PROJECT_ROOT
 PACKAGE = PROJECT_ROOT / "pipelines"
 ENTRY_POINTS = {"pipelines/__main__.py", "pipelines/definitions.py", "pipelines/bootstrap.py"}
 # Modules that hand the environment on to a child process without reading a setting from it.
-PASSES_THE_ENVIRONMENT_ON = {"pipelines/ingest/source/git_source.py": "git inherits it (its HOME, proxy and locale variables)"}
+PASSES_THE_ENVIRONMENT_ON = {
+    "pipelines/ingest/source/git_source.py": "git inherits it (its HOME, proxy and locale variables)",
+    # Writes, not reads: Dagster takes this switch only from the environment, when it creates a run.
+    "pipelines/orchestration/materialize.py": "sets DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS for the runs it creates",
+}
 
 
 def _modules() -> list[Path]:
