@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines import stages
-from pipelines.statistics.database_publish import tables_key
+from pipelines.statistics.database_publish import published_tables_key
 from pipelines.storage import builds
 
 
@@ -29,7 +29,7 @@ class Export:
         return stages.code_version(self.stage)
 
     def key(self, warehouse: Path) -> str:
-        return stages.build_key(self.stage, self.code_version(), {"tables": tables_key(warehouse)})
+        return stages.build_key(self.stage, self.code_version(), {"tables": published_tables_key(warehouse)})
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ class DatabaseBuild:
     damaged: str | None = None  # why the file found was not the one its build wrote, when it was built again for that
 
 
-def tables_key(warehouse_dir: Path) -> str:
+def published_tables_key(warehouse_dir: Path) -> str:
     """The published tables' build key; for tables written outside a build (a test's, the bench's), the identity
     of their files, which a rewrite changes."""
     current = builds.Stage(warehouse_dir, layout.TABLES_STAGE).current()
@@ -66,7 +66,7 @@ def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str], sel
     stage = builds.Stage(warehouse_dir, layout.DATABASE_STAGE)
     published = stage.current()
     kept = _kept(published, warehouse_dir, lineage.needed(selected))
-    statistics = versions.statistic_keys(tables_key(warehouse_dir), baselines, kept)
+    statistics = versions.statistic_keys(published_tables_key(warehouse_dir), baselines, kept)
     key = versions.database_key(statistics, baselines)
     found = stage.get(key)
     damaged = _damage(found, warehouse_dir) if found is not None else None
