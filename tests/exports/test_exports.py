@@ -306,3 +306,43 @@ def test_latest_exports_go_on_past_a_name_clash_and_a_file_that_cannot_be_rebuil
     assert (tmp_path / "out" / nested.replace("/", "__")).read_bytes() == (upstream_repo.path / nested).read_bytes()
     [warning] = warnings
     assert warning.startswith("all_benchmark_data_cutile.csv not exported:") and "UTF-8" in warning
+
+
+def test_latest_csvs_keep_the_files_whose_inputs_are_unchanged_and_rebuild_the_rest(upstream_repo, tmp_path):
+    """A file of the export before whose snapshot's rows are the same is copied, not rebuilt; a new version of a file,
+    or a kept file changed in place (its size the same), is rebuilt: either way the bytes are upstream's."""
+    upstream_repo.commit(
+        {DATA: "\n".join([HEADER, liger_row()]) + "\n", CUTILE: "\n".join([HEADER, liger_row(kernel="geglu")]) + "\n"}, "one"
+    )
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    first, digests = liger_csv.write_latest_digested(warehouse, tmp_path / "first", code="v")
+    upstream_repo.commit({DATA: "\n".join([HEADER, liger_row(), liger_row(x_value="2048")]) + "\n"}, "two")
+    build_warehouse(warehouse, str(upstream_repo.path), tmp_path / "cache")
+    rebuilt: list[str] = []
+    original = liger_csv.rebuild
+
+    def counted(warehouse, snapshot, verify=True, inputs=None):
+        rebuilt.append(snapshot.file_name)
+        return original(warehouse, snapshot, verify, inputs)
+
+    kept = liger_csv.Kept(tmp_path / "first", digests)
+    liger_csv.rebuild = counted
+    try:
+        _, again = liger_csv.write_latest_digested(warehouse, tmp_path / "second", kept=kept, code="v")
+        assert rebuilt == ["all_benchmark_data.csv"]
+        assert again["all_benchmark_data_cutile.csv"] == digests["all_benchmark_data_cutile.csv"]
+        # Another code version, or a kept file whose bytes are no longer upstream's, is rebuilt.
+        rebuilt.clear()
+        liger_csv.write_latest_digested(warehouse, tmp_path / "third", kept=kept, code="w")
+        assert sorted(rebuilt) == ["all_benchmark_data.csv", "all_benchmark_data_cutile.csv"]
+        rebuilt.clear()
+        kept_file = tmp_path / "first" / "all_benchmark_data_cutile.csv"
+        kept_file.write_bytes(kept_file.read_bytes().replace(b"geglu", b"GEGLU"))
+        liger_csv.write_latest_digested(warehouse, tmp_path / "fourth", kept=kept, code="v")
+        assert sorted(rebuilt) == ["all_benchmark_data.csv", "all_benchmark_data_cutile.csv"]
+    finally:
+        liger_csv.rebuild = original
+    for folder in ("second", "third", "fourth"):
+        for name, path in ((DATA, "all_benchmark_data.csv"), (CUTILE, "all_benchmark_data_cutile.csv")):
+            assert (tmp_path / folder / path).read_bytes() == (upstream_repo.path / name).read_bytes(), (folder, path)
+    assert set(first) == {"all_benchmark_data.csv", "all_benchmark_data_cutile.csv"}

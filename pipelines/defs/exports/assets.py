@@ -31,7 +31,7 @@ def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) 
     """Every run, protocol and environment as a resource document (the shape of the seed example),
     one JSON object per line in `WAREHOUSE_DIR/exports/{runs,protocols,environments}.ndjson`."""
     out = layout.Layout(warehouse.path).exports
-    build = export_if_stale(context, warehouse, EXPORT, lambda folder: ndjson.write_ndjson(warehouse.path, folder))
+    build = export_if_stale(context, warehouse, EXPORT, lambda folder, _: ndjson.write_ndjson(warehouse.path, folder))
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": build.counts[layout.document_file("runs")],
