@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pipelines import stages
 from pipelines.core import layout
-from pipelines.exports import liger_csv
+from pipelines.exports import liger_csv, ndjson
 from pipelines.statistics.database_publish import published_tables_key
 from pipelines.storage import builds
 
@@ -59,4 +59,14 @@ def write_liger_csvs(warehouse: Path, folder: Path, earlier: builds.Build | None
     kept = liger_csv.Kept(earlier.content, earlier.inputs()) if earlier is not None else None
     counts, digests = liger_csv.write_latest_digested(warehouse, folder, warn, kept, code=stages.code_version(layout.LIGER_CSV_STAGE))
     builds.record_inputs(folder, digests)
+    return counts
+
+
+def write_resource_documents(warehouse: Path, folder: Path, earlier: builds.Build | None) -> dict[str, int]:
+    """The resource documents into the build's `folder`, each run's line of `earlier` kept where the run is unchanged."""
+    runs = layout.document_file("runs")
+    kept = ndjson.Kept(earlier.content / runs, earlier.inputs().get(runs), earlier.input_rows) if earlier is not None else None
+    counts, digests, sha256 = ndjson.write_ndjson_digested(warehouse, folder, kept, code=stages.code_version(layout.DOCUMENTS_STAGE))
+    digests.write_parquet(builds.input_rows_path(folder))
+    builds.record_inputs(folder, {runs: sha256})
     return counts

@@ -17,7 +17,7 @@ from conftest import HEADER, LATEST, build_warehouse, git, liger_row, require_re
 from pipelines.__main__ import main
 from pipelines.defs.exports.liger_exports import bmf_exports, latest_liger_csvs
 from pipelines.defs.resources import Warehouse
-from pipelines.exports import bmf, liger_csv
+from pipelines.exports import bmf, liger_csv, ndjson
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
@@ -346,3 +346,31 @@ def test_latest_csvs_keep_the_files_whose_inputs_are_unchanged_and_rebuild_the_r
         for name, path in ((DATA, "all_benchmark_data.csv"), (CUTILE, "all_benchmark_data_cutile.csv")):
             assert (tmp_path / folder / path).read_bytes() == (upstream_repo.path / name).read_bytes(), (folder, path)
     assert set(first) == {"all_benchmark_data.csv", "all_benchmark_data_cutile.csv"}
+
+
+def test_resource_documents_keep_the_lines_of_unchanged_runs(upstream_repo, tmp_path):
+    """Each run whose row and measurements are unchanged takes its line from the runs file before; the file is the one
+    written whole, and a kept file changed since it was written is not read."""
+    upstream_repo.commit({DATA: "\n".join([HEADER, liger_row(), liger_row(x_value="2048")]) + "\n"}, "one")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    _, digests, sha256 = ndjson.write_ndjson_digested(warehouse, tmp_path / "first", code="v")
+    digests.write_parquet(tmp_path / "digests.parquet")
+    upstream_repo.commit({CUTILE: "\n".join([HEADER, liger_row(kernel="geglu")]) + "\n"}, "two")
+    build_warehouse(warehouse, str(upstream_repo.path), tmp_path / "cache")
+    whole, _, whole_sha256 = ndjson.write_ndjson_digested(warehouse, tmp_path / "whole", code="v")
+    kept = ndjson.Kept(tmp_path / "first" / "runs.ndjson", sha256, tmp_path / "digests.parquet")
+    assert (
+        ndjson._kept_lines(
+            kept, ndjson.run_digests(*(pl.read_parquet(warehouse / f"{t}.parquet") for t in ("runs", "measurements")), "v")
+        ).count(None)
+        == 1
+    )
+    counts, _, kept_sha256 = ndjson.write_ndjson_digested(warehouse, tmp_path / "kept", kept, code="v")
+    assert counts == whole and kept_sha256 == whole_sha256 and whole["runs.ndjson"] == 3
+    for name in ("runs.ndjson", "protocols.ndjson", "environments.ndjson"):
+        assert (tmp_path / "kept" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    # The kept file changed in place: nothing of it is taken.
+    first = tmp_path / "first" / "runs.ndjson"
+    first.write_bytes(first.read_bytes().replace(b"rms_norm", b"RMS_NORM"))
+    runs, measurements = (pl.read_parquet(warehouse / f"{t}.parquet") for t in ("runs", "measurements"))
+    assert ndjson._kept_lines(kept, ndjson.run_digests(runs, measurements, "v")) == [None] * 3
