@@ -38,7 +38,9 @@ def report_key(warehouse_dir: Path) -> str:
     test's), the identity of its file, which a rebuild changes."""
     database = builds.Stage(warehouse_dir, layout.DATABASE_STAGE).current()
     if database is not None:
-        inputs: object = {name: database.result["statistics"][name] for name in STATISTICS} | {"tables": publish.published_tables_key(warehouse_dir)}
+        inputs: object = {name: database.result["statistics"][name] for name in STATISTICS} | {
+            "tables": publish.published_tables_key(warehouse_dir)
+        }
     else:
         stat = layout.Layout(warehouse_dir).database.stat()
         inputs = {"database": [stat.st_ino, stat.st_mtime_ns, stat.st_size]}
