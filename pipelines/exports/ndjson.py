@@ -107,7 +107,7 @@ def write_ndjson_digested(
     runs, measurements = _read(warehouse, "runs"), _read(warehouse, "measurements")
     digests = run_digests(runs, measurements, code)
     kept_lines = _kept_lines(kept, digests)
-    changed = runs.filter(pl.Series([line is None for line in kept_lines]))
+    changed = runs.filter(pl.Series([line is None for line in kept_lines], dtype=pl.Boolean))
     made = iter(
         json.dumps(doc, ensure_ascii=False, sort_keys=True)
         for doc in run_documents(changed, measurements.join(changed.select("run_id"), on="run_id", how="semi"))
