@@ -11,6 +11,9 @@ in the same run:
 - materialize and no-change re-run: `python -m pipelines materialize` of the
   real history (the bundle in ../shared, or --source), against three trivial
   assets materialized in-process by Dagster with the same instance config;
+- one new CI folder: the same history built with gh-pages' newest folder held
+  back (bench.new_folder), then materialized again with it, against the clean
+  build of the whole history above;
 - statistics: database_build.build_database over the normalized warehouse; its
   statistics SQL is set against one DuckDB GROUP BY with two quantiles over the
   same runs table; the same build with every table copied in (the design not
@@ -34,13 +37,16 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from bench import new_folder
 from bench.phases import PHASES
 from bench.report import (
     BUILD,
     BUILD_COPIES,
     CSV_FLOOR,
     DAGSTER_FLOOR,
+    HELD_BACK,
     MATERIALIZE,
+    NEW_FOLDER,
     NOOP,
     NORMALIZE,
     QUERIES,
@@ -56,6 +62,7 @@ from bench.report import (
     Phase,
     change_points_line,
     dagster_runs_line,
+    new_folder_line,
     ratios,
     rss_growth_line,
     stats_parts_line,
@@ -209,7 +216,25 @@ def _history_phases(root: Path, source: Path) -> list[Phase]:
     first = _with_run_events(measure(MATERIALIZE, materialize, env=env, floor=floor.name), env)
     again = _with_run_events(measure(NOOP, materialize, env=env, floor=floor.name), env)
     first.rows = again.rows = _history_rows(Path(env["WAREHOUSE_DIR"]))
-    return [floor, first, again]
+    return [floor, first, again, *_new_folder_phases(root / "new-folder", source)]
+
+
+def _new_folder_phases(root: Path, source: Path) -> list[Phase]:
+    """The history built with its newest CI folder held back (not a figure), then that folder added and materialized
+    again: what one weekly push of upstream's CI costs, set against the clean build of the whole history."""
+    upstream = new_folder.copy_source(source, root / "upstream")
+    held = new_folder.newest_folder(upstream)
+    if held is None:
+        return []
+    env = _history_env(root, upstream)
+    materialize = [sys.executable, "-m", "pipelines", "materialize"]
+    new_folder.move_branch(upstream, held.held)
+    before = measure(HELD_BACK, materialize, env=env)
+    new_folder.move_branch(upstream, held.head)
+    added = _with_run_events(measure(NEW_FOLDER, materialize, env=env, floor=MATERIALIZE), env)
+    added.detail["folder"] = held.folder
+    added.rows = _history_rows(Path(env["WAREHOUSE_DIR"]))
+    return [before, added]
 
 
 def _with_run_events(phase: Phase, env: dict[str, str]) -> Phase:
@@ -264,7 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     print(table(phases))
     summary = ratios(phases, args.rows)
     print("\n".join(target_lines(summary)))
-    for line in (rss_growth_line(summary), stats_parts_line(summary), change_points_line(summary), dagster_runs_line(summary)):
+    for line in (
+        rss_growth_line(summary),
+        stats_parts_line(summary),
+        change_points_line(summary),
+        dagster_runs_line(summary),
+        new_folder_line(summary),
+    ):
         if line:
             print(line)
     print("ratios: " + ", ".join(f"{k} {v}" for k, v in summary.items() if not isinstance(v, dict)))

@@ -21,8 +21,10 @@ SERIES_FLOOR = "floor: reading the series, storing their 2 tables"
 DAGSTER_FLOOR = "floor: trivial 3-asset Dagster run"
 MATERIALIZE = "materialize real history"
 NOOP = "no-change re-run"
+HELD_BACK = "materialize, newest CI folder held back"
+NEW_FOLDER = "materialize one new CI folder"
 # The pipeline's own phases, whose peak RSS the target bounds (floors and references are not the pipeline).
-PIPELINE_PHASES = (NORMALIZE, BUILD, MATERIALIZE, NOOP)
+PIPELINE_PHASES = (NORMALIZE, BUILD, MATERIALIZE, NOOP, HELD_BACK, NEW_FOLDER)
 # (key, what it is, issue 17's target): one line each, and a JSON key each.
 TARGETS = (
     ("normalize_vs_read_store_ratio", "normalization / (reading the CSV alone + storing the tables alone)", 1.4),
@@ -36,6 +38,8 @@ TARGETS = (
     # Issue 29: memory flat in the rows (1M within 10% of 10M).
     ("normalize_rss_growth_ratio", "peak RSS of normalization at the largest size / at the smallest (--rows, --scales)", 1.1),
     ("build_rss_growth_ratio", "peak RSS of the database build at the largest size / at the smallest (--rows, --scales)", 1.1),
+    # Issue 29: new data costs what it is.
+    ("new_folder_ratio", "materialize one new CI folder / materialize the whole history clean", 1 / 3),
 )
 # The pipeline's phases measured at every size (--rows and --scales), whose peak RSS must not grow with the rows.
 GROWING = {"normalize": NORMALIZE, "build": BUILD}
@@ -110,8 +114,10 @@ def ratios(phases: list[Phase], rows: int) -> dict[str, object]:
         | {key: _round(p.detail[key]) for key in ("before_steps_s", "between_steps_s") if key in p.detail}
         | {key: p.detail[key] for key in ("steps_s", "event_kinds") if key in p.detail}
         for p in phases
-        if p.name in (DAGSTER_FLOOR, MATERIALIZE, NOOP) and p.detail
+        if p.name in (DAGSTER_FLOOR, MATERIALIZE, NOOP, NEW_FOLDER) and p.detail
     }
+    summary["new_folder_ratio"] = ratio(NEW_FOLDER)
+    summary["new_folder"] = by_name[NEW_FOLDER].detail.get("folder") if NEW_FOLDER in by_name else None
     summary.update(_query_ratios(by_name))
     summary.update(_costs(phases, rows))
     summary.update(_rss_growth(phases))
@@ -215,6 +221,25 @@ def dagster_runs_line(summary: dict[str, object]) -> str | None:
         for name, run in runs.items()
     )
     return f"Dagster runs, first event to last: {each}"
+
+
+def new_folder_line(summary: dict[str, object]) -> str | None:
+    """The new CI folder's run beside the clean build's, step by step (seconds inside the step, from each run's event
+    log), with each step's ratio: where a new folder still costs what the whole history does."""
+    runs = summary.get("dagster_runs")
+    if not isinstance(runs, dict) or NEW_FOLDER not in runs or MATERIALIZE not in runs:
+        return None
+    clean, added = runs[MATERIALIZE]["steps_s"], runs[NEW_FOLDER]["steps_s"]
+    each = ", ".join(
+        f"{step} {added.get(step, 0.0):.2f}/{clean.get(step, 0.0):.2f}"
+        + (f" ({added.get(step, 0.0) / clean[step]:.2f})" if clean.get(step) else "")
+        for step in sorted({*clean, *added}, key=lambda step: -added.get(step, 0.0))
+    )
+    return (
+        f"one new CI folder ({summary['new_folder']}) against a clean build: {summary['new_folder_ratio']} of its wall time "
+        f"(target at most 1/3); run {runs[NEW_FOLDER]['run_s']:.2f} s against {runs[MATERIALIZE]['run_s']:.2f} s; "
+        f"by step, new folder/clean s (ratio): {each}"
+    )
 
 
 def change_points_line(summary: dict[str, object]) -> str | None:

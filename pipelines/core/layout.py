@@ -44,6 +44,11 @@ META = "meta.json"
 WORKLOADS = "workloads.parquet"
 BUILDS = "_builds"
 MANIFEST = "manifest.json"
+# Beside a build's manifest: the digest of what each of its files was made from, so the next build can keep a file whose
+# inputs did not change.
+INPUTS = "inputs.json"
+# ... and per row of a file, where a file is made of many independent rows (a run's document).
+INPUT_ROWS = "inputs.parquet"
 # The folder of a build that holds what it publishes (the manifest beside it is never among what readers see).
 FILES = "files"
 CURRENT = "current"

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines import stages
+from pipelines.core import layout
+from pipelines.exports import liger_csv, ndjson
 from pipelines.statistics.database_publish import published_tables_key
 from pipelines.storage import builds
 
@@ -39,13 +41,32 @@ class ExportBuild:
     key: str  # the export's data version
 
 
-def publish_export(warehouse: Path, export: Export, write: Callable[[Path], dict[str, int]]) -> ExportBuild:
-    """Publish the export's build for the tables and code as they are, `write(folder)`-ing it unless it is there
-    intact. Hold the writer lock."""
+def publish_export(warehouse: Path, export: Export, write: Callable[[Path, builds.Build | None], dict[str, int]]) -> ExportBuild:
+    """Publish the export's build for the tables and code as they are, `write(folder, earlier)`-ing it unless it is
+    there intact (`earlier`: the build published before, whose files a writer may keep). Hold the writer lock."""
     stage = builds.Stage(warehouse, export.stage)
     key = export.key(warehouse)
     found = stage.get(key)
     built = found is None or found.damage() is not None
-    build = stage.make(key, write) if built else found
+    earlier = stage.current()
+    build = stage.make(key, lambda folder: write(folder, earlier)) if built else found
     stage.publish(build, export.links)
     return ExportBuild(built, build.result, key)
+
+
+def write_liger_csvs(warehouse: Path, folder: Path, earlier: builds.Build | None, warn: Callable[[str], None]) -> dict[str, int]:
+    """The latest Liger CSVs into the build's `folder`, each file of `earlier` whose inputs are unchanged copied."""
+    kept = liger_csv.Kept(earlier.content, earlier.inputs()) if earlier is not None else None
+    counts, digests = liger_csv.write_latest_digested(warehouse, folder, warn, kept, code=stages.code_version(layout.LIGER_CSV_STAGE))
+    builds.record_inputs(folder, digests)
+    return counts
+
+
+def write_resource_documents(warehouse: Path, folder: Path, earlier: builds.Build | None) -> dict[str, int]:
+    """The resource documents into the build's `folder`, each run's line of `earlier` kept where the run is unchanged."""
+    runs = layout.document_file("runs")
+    kept = ndjson.Kept(earlier.content / runs, earlier.inputs().get(runs), earlier.input_rows) if earlier is not None else None
+    counts, digests, sha256 = ndjson.write_ndjson_digested(warehouse, folder, kept, code=stages.code_version(layout.DOCUMENTS_STAGE))
+    digests.write_parquet(builds.input_rows_path(folder))
+    builds.record_inputs(folder, {runs: sha256})
+    return counts

@@ -28,11 +28,13 @@ is written.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
 import json
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -117,8 +119,11 @@ def resolve_snapshot(warehouse: Path, snapshot: str, file: str | None = None) ->
     raise ExportError(f"several files are at head ({names}): name one with --file")
 
 
-def _accepted_rows(warehouse: Path, snapshot_id: str) -> pl.DataFrame:
-    placed = _table(warehouse, "run_snapshots").filter(pl.col("snapshot_id") == snapshot_id).select("run_id", "row_number")
+def _accepted_rows(warehouse: Path, snapshot_ids: list[str]) -> pl.DataFrame:
+    """The runs the snapshots place, each with its row number and measurements: one read of the tables for them all."""
+    placed = (
+        _table(warehouse, "run_snapshots").filter(pl.col("snapshot_id").is_in(snapshot_ids)).select("snapshot_id", "run_id", "row_number")
+    )
     runs = _table(warehouse, "runs").select(
         "run_id",
         *TEXT_FIELDS.values(),
@@ -128,16 +133,50 @@ def _accepted_rows(warehouse: Path, snapshot_id: str) -> pl.DataFrame:
     )
     measured = (
         _table(warehouse, "measurements")
-        .join(placed.select("run_id"), on="run_id", how="semi")
+        .join(placed.select("run_id").unique(), on="run_id", how="semi")
+        .select("run_id", "statistic", "raw_value")
         .collect()
         .pivot("statistic", index="run_id", values="raw_value")
     )
     measured = measured.rename({s: f"measured_{s}" for s in STATISTICS.values() if s in measured.columns})
     frame = placed.join(runs, on="run_id", how="left").collect().join(measured, on="run_id", how="left")
-    missing = frame.filter(pl.col("raw_kernel").is_null())["run_id"].to_list()
-    if missing:
-        raise ExportError(f"snapshot {snapshot_id} places runs that are not in the runs table: {missing[:5]}")
-    return frame
+    missing = frame.filter(pl.col("raw_kernel").is_null())
+    if missing.height:
+        snapshot_id = missing["snapshot_id"][0]
+        runs_missing = missing.filter(pl.col("snapshot_id") == snapshot_id)["run_id"].to_list()
+        raise ExportError(f"snapshot {snapshot_id} places runs that are not in the runs table: {runs_missing[:5]}")
+    return frame.sort("snapshot_id", "row_number")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What rebuilding one snapshot reads: its runs (with their measurements) and quarantined rows."""
+
+    placed: pl.DataFrame
+    quarantined: pl.DataFrame
+
+    def digest(self, snapshot: Snapshot, name: str, code: str) -> str:
+        """The same digest means the same rebuilt bytes: every input of `rebuild`, the file's name and the code's version."""
+        described = json.dumps([code, name, dataclasses.asdict(snapshot)], sort_keys=True, default=str).encode()
+        digest = hashlib.sha256(described)
+        for frame in (self.placed, self.quarantined):
+            buffer = io.BytesIO()
+            frame.rechunk().write_ipc(buffer, compression="uncompressed")
+            digest.update(buffer.getvalue())
+        return digest.hexdigest()
+
+
+def snapshot_inputs(warehouse: Path, snapshots: list[Snapshot]) -> dict[str, Inputs]:
+    """snapshot_id -> what rebuilding it reads, for all of `snapshots` at once."""
+    ids = [s.snapshot_id for s in snapshots]
+    placed = _accepted_rows(warehouse, ids)
+    quarantined = (
+        _table(warehouse, "quarantine").filter(pl.col("snapshot_id").is_in(ids)).select("snapshot_id", "row_number", "raw").collect()
+    ).sort("snapshot_id", "row_number")
+    each_placed = placed.partition_by("snapshot_id", as_dict=True, include_key=False)
+    each_quarantined = quarantined.partition_by("snapshot_id", as_dict=True, include_key=False)
+    none_placed, none_quarantined = placed.clear().drop("snapshot_id"), quarantined.clear().drop("snapshot_id")
+    return {key: Inputs(each_placed.get((key,), none_placed), each_quarantined.get((key,), none_quarantined)) for key in ids}
 
 
 def _y_field(row: dict, column: str) -> float | str:
@@ -171,20 +210,21 @@ def _fields(row: dict, header: tuple[str, ...]) -> list[float | str | None]:
     return fields
 
 
-def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True) -> bytes:
+def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True, inputs: Inputs | None = None) -> bytes:
     """The snapshot's file, rebuilt from the tables: same header, same rows in the same order, same bytes
-    (NotExact when they are not; `verify=False` returns what the tables give without comparing)."""
+    (NotExact when they are not; `verify=False` returns what the tables give without comparing). `inputs`: what
+    `snapshot_inputs` read for it, else it is read here."""
     # A file refused whole for its header has no column names: its layout holds its first line's text.
     layout = snapshot.layout or {}
     if layout.get("inexact") and verify:
         raise NotExact(f"snapshot {snapshot.snapshot_id} cannot be rebuilt byte for byte: {layout['inexact']}")
+    inputs = inputs or snapshot_inputs(warehouse, [snapshot])[snapshot.snapshot_id]
     lines: dict[int, str] = {}
     placed = 0
-    for row in _accepted_rows(warehouse, snapshot.snapshot_id).iter_rows(named=True):
+    for row in inputs.placed.iter_rows(named=True):
         lines[row["row_number"]] = render(_fields(row, snapshot.header))
         placed += 1
-    quarantined = _table(warehouse, "quarantine").filter(pl.col("snapshot_id") == snapshot.snapshot_id).collect()
-    for row_number, raw in quarantined.select("row_number", "raw").iter_rows():
+    for row_number, raw in inputs.quarantined.iter_rows():
         lines[row_number] = raw
         placed += 1
     expected = list(range(1, snapshot.row_count + 1))
@@ -238,23 +278,60 @@ def safe_name(name: str, hashed: bool = False) -> str:
     return stem + suffix
 
 
-def write_latest(warehouse: Path, out_dir: Path, warn: Callable[[str], None] = lambda message: None) -> dict[str, int]:
+@dataclass(frozen=True)
+class Kept:
+    """The files of the export before this one and the digest of each one's inputs (`Inputs.digest`), by file name."""
+
+    folder: Path
+    digests: Mapping[str, str]
+
+
+def write_latest(
+    warehouse: Path, out_dir: Path, warn: Callable[[str], None] = lambda message: None, kept: Kept | None = None, code: str = ""
+) -> dict[str, int]:
     """Rebuild the newest snapshot of every file at head into `out_dir/<file name>`, each
     atomically; CSVs there of files no longer at head are removed. Returns rows per file.
 
     A snapshot the tables cannot give back byte for byte is not written (a different file would pass
     for upstream's) and `warn` says why; the others are, so the daily export goes on."""
+    return write_latest_digested(warehouse, out_dir, warn, kept, code)[0]
+
+
+def write_latest_digested(
+    warehouse: Path, out_dir: Path, warn: Callable[[str], None] = lambda message: None, kept: Kept | None = None, code: str = ""
+) -> tuple[dict[str, int], dict[str, str]]:
+    """`write_latest`, and each file's inputs' digest (with `code`, the export's code version). A file of `kept` whose
+    inputs' digest is the same, and whose bytes still hash to the snapshot's, is copied rather than rebuilt: a new CI
+    folder leaves the other files' rows as they were, and rebuilding them would give the same bytes."""
     written: dict[str, int] = {}
+    digests: dict[str, str] = {}
     snapshots = [s for s in latest_snapshots(warehouse) if s.header]
+    inputs = snapshot_inputs(warehouse, snapshots)
     for snapshot, name in zip(snapshots, export_names(snapshots).values()):
-        try:
-            data = rebuild(warehouse, snapshot)
-        except NotExact as exc:
-            warn(f"{name} not exported: {exc}")
-            continue
-        store.write_bytes_atomic(out_dir / name, data)
-        written[name] = snapshot.row_count
+        digest = inputs[snapshot.snapshot_id].digest(snapshot, name, code)
+        if not _copied(kept, name, digest, snapshot, out_dir / name):
+            try:
+                data = rebuild(warehouse, snapshot, inputs=inputs[snapshot.snapshot_id])
+            except NotExact as exc:
+                warn(f"{name} not exported: {exc}")
+                continue
+            store.write_bytes_atomic(out_dir / name, data)
+        written[name], digests[name] = snapshot.row_count, digest
     for stale in out_dir.glob("*.csv"):
         if stale.name not in written:
             stale.unlink()
-    return written
+    return written, digests
+
+
+def _copied(kept: Kept | None, name: str, digest: str, snapshot: Snapshot, target: Path) -> bool:
+    if kept is None or kept.digests.get(name) != digest or not snapshot.content_sha256:
+        return False
+    try:
+        data = (kept.folder / name).read_bytes()
+    except OSError:
+        return False
+    # A kept file changed in place since (its size the same) is rebuilt.
+    if hashlib.sha256(data).hexdigest() != snapshot.content_sha256:
+        return False
+    store.write_bytes_atomic(target, data)
+    return True

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core.canonical import canonical_json
-from pipelines.core.layout import CURRENT, FILES, MANIFEST, PREVIOUS, Layout
+from pipelines.core.layout import CURRENT, FILES, INPUT_ROWS, INPUTS, MANIFEST, PREVIOUS, Layout
 from pipelines.storage import store
 
 
@@ -61,6 +61,27 @@ class Build:
             if path.stat().st_size != size:
                 return f"{path} is not the file its build wrote ({path.stat().st_size} bytes, not {size})"
         return None
+
+    def inputs(self) -> dict[str, str]:
+        """What the build recorded with `record_inputs` (file -> digest of its inputs); empty when it recorded none."""
+        found = store.read_json(self.folder / INPUTS)
+        return found if isinstance(found, dict) else {}
+
+    @property
+    def input_rows(self) -> Path:
+        """Where the build recorded the digests of its files' rows (`input_rows_path`), if it did."""
+        return self.folder / INPUT_ROWS
+
+
+def input_rows_path(content: Path) -> Path:
+    """Where a build's `write(content)` records the digests of its files' rows, beside the manifest."""
+    return content.parent / INPUT_ROWS
+
+
+def record_inputs(content: Path, digests: Mapping[str, str]) -> None:
+    """Record, from inside a build's `write(content)`, the digest of each file's inputs (beside the manifest, not
+    among what the build publishes): a later build of the stage copies a file whose digest is the same."""
+    store.write_json_atomic(content.parent / INPUTS, dict(digests))
 
 
 class Stage:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import liger_csv, liger_row
+from conftest import git, liger_csv, liger_row
 from polars.testing import assert_frame_equal
 
 from bench import synthetic
@@ -60,6 +60,13 @@ RATIOS = (
 
 def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     upstream_repo.commit({"benchmark/data/all_benchmark_data.csv": liger_csv(liger_row(), liger_row(x_value="2048"))}, "data")
+    # Two weeks of CI on gh-pages: the second folder is the one held back and added.
+    git(upstream_repo.path, "switch", "--quiet", "--orphan", "gh-pages")
+    for week, commit in enumerate(("aaa1111", "bbb2222")):
+        ci = liger_csv(liger_row(gpu="NVIDIA H100 80GB HBM3", y50=f"0.{5 + week}", timestamp=f"2025-01-0{2 + week} 10:00:00"))
+        upstream_repo.commit(
+            {f"benchmarks/{commit}/benchmark.csv": ci}, f"Add benchmark for commit {commit}", date=f"2025-01-0{2 + week}T00:00:00+00:00"
+        )
     rows = 1500
     command = [
         sys.executable,
@@ -98,7 +105,13 @@ def test_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path, upstream_repo):
     assert stored["records"] == rows
     assert stored["rows"] == {name: counts[name] for name in ("runs", "measurements", "run_snapshots")}
     assert "| reading the CSV alone" in done.stdout
-    assert phases["materialize real history"]["rows"] == phases["no-change re-run"]["rows"] == 2
+    assert phases["materialize real history"]["rows"] == phases["no-change re-run"]["rows"] == 4
+    # One new CI folder: the history built without it, then with it, set against the clean build.
+    assert phases["materialize one new CI folder"]["rows"] == 4 and phases["materialize, newest CI folder held back"]["wall_s"] > 0
+    assert summary["new_folder"] == "benchmarks/bbb2222/benchmark.csv"
+    assert isinstance(summary["new_folder_ratio"], float) and summary["new_folder_ratio"] > 0
+    assert "\none new CI folder (benchmarks/bbb2222/benchmark.csv) against a clean build: " in done.stdout
+    assert "raw_snapshots" in summary["dagster_runs"]["materialize one new CI folder"]["steps_s"]
     assert phases["statistics (build_database)"]["detail"]["runs"] == counts["runs"]
     # Every target's figure is a line, the whole ingest is measured at the other scale, every query on every design.
     for key, _, _ in TARGETS:

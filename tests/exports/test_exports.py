@@ -17,7 +17,7 @@ from conftest import HEADER, LATEST, build_warehouse, git, liger_row, require_re
 from pipelines.__main__ import main
 from pipelines.defs.exports.liger_exports import bmf_exports, latest_liger_csvs
 from pipelines.defs.resources import Warehouse
-from pipelines.exports import bmf, liger_csv
+from pipelines.exports import bmf, liger_csv, ndjson
 
 DATA = "benchmark/data/all_benchmark_data.csv"
 CUTILE = "benchmark/data/all_benchmark_data_cutile.csv"
@@ -306,3 +306,71 @@ def test_latest_exports_go_on_past_a_name_clash_and_a_file_that_cannot_be_rebuil
     assert (tmp_path / "out" / nested.replace("/", "__")).read_bytes() == (upstream_repo.path / nested).read_bytes()
     [warning] = warnings
     assert warning.startswith("all_benchmark_data_cutile.csv not exported:") and "UTF-8" in warning
+
+
+def test_latest_csvs_keep_the_files_whose_inputs_are_unchanged_and_rebuild_the_rest(upstream_repo, tmp_path):
+    """A file of the export before whose snapshot's rows are the same is copied, not rebuilt; a new version of a file,
+    or a kept file changed in place (its size the same), is rebuilt: either way the bytes are upstream's."""
+    upstream_repo.commit(
+        {DATA: "\n".join([HEADER, liger_row()]) + "\n", CUTILE: "\n".join([HEADER, liger_row(kernel="geglu")]) + "\n"}, "one"
+    )
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    first, digests = liger_csv.write_latest_digested(warehouse, tmp_path / "first", code="v")
+    upstream_repo.commit({DATA: "\n".join([HEADER, liger_row(), liger_row(x_value="2048")]) + "\n"}, "two")
+    build_warehouse(warehouse, str(upstream_repo.path), tmp_path / "cache")
+    rebuilt: list[str] = []
+    original = liger_csv.rebuild
+
+    def counted(warehouse, snapshot, verify=True, inputs=None):
+        rebuilt.append(snapshot.file_name)
+        return original(warehouse, snapshot, verify, inputs)
+
+    kept = liger_csv.Kept(tmp_path / "first", digests)
+    liger_csv.rebuild = counted
+    try:
+        _, again = liger_csv.write_latest_digested(warehouse, tmp_path / "second", kept=kept, code="v")
+        assert rebuilt == ["all_benchmark_data.csv"]
+        assert again["all_benchmark_data_cutile.csv"] == digests["all_benchmark_data_cutile.csv"]
+        # Another code version, or a kept file whose bytes are no longer upstream's, is rebuilt.
+        rebuilt.clear()
+        liger_csv.write_latest_digested(warehouse, tmp_path / "third", kept=kept, code="w")
+        assert sorted(rebuilt) == ["all_benchmark_data.csv", "all_benchmark_data_cutile.csv"]
+        rebuilt.clear()
+        kept_file = tmp_path / "first" / "all_benchmark_data_cutile.csv"
+        kept_file.write_bytes(kept_file.read_bytes().replace(b"geglu", b"GEGLU"))
+        liger_csv.write_latest_digested(warehouse, tmp_path / "fourth", kept=kept, code="v")
+        assert sorted(rebuilt) == ["all_benchmark_data.csv", "all_benchmark_data_cutile.csv"]
+    finally:
+        liger_csv.rebuild = original
+    for folder in ("second", "third", "fourth"):
+        for name, path in ((DATA, "all_benchmark_data.csv"), (CUTILE, "all_benchmark_data_cutile.csv")):
+            assert (tmp_path / folder / path).read_bytes() == (upstream_repo.path / name).read_bytes(), (folder, path)
+    assert set(first) == {"all_benchmark_data.csv", "all_benchmark_data_cutile.csv"}
+
+
+def test_resource_documents_keep_the_lines_of_unchanged_runs(upstream_repo, tmp_path):
+    """Each run whose row and measurements are unchanged takes its line from the runs file before; the file is the one
+    written whole, and a kept file changed since it was written is not read."""
+    upstream_repo.commit({DATA: "\n".join([HEADER, liger_row(), liger_row(x_value="2048")]) + "\n"}, "one")
+    warehouse = build_warehouse(tmp_path / "warehouse", str(upstream_repo.path), tmp_path / "cache")
+    _, digests, sha256 = ndjson.write_ndjson_digested(warehouse, tmp_path / "first", code="v")
+    digests.write_parquet(tmp_path / "digests.parquet")
+    upstream_repo.commit({CUTILE: "\n".join([HEADER, liger_row(kernel="geglu")]) + "\n"}, "two")
+    build_warehouse(warehouse, str(upstream_repo.path), tmp_path / "cache")
+    whole, _, whole_sha256 = ndjson.write_ndjson_digested(warehouse, tmp_path / "whole", code="v")
+    kept = ndjson.Kept(tmp_path / "first" / "runs.ndjson", sha256, tmp_path / "digests.parquet")
+    assert (
+        ndjson._kept_lines(
+            kept, ndjson.run_digests(*(pl.read_parquet(warehouse / f"{t}.parquet") for t in ("runs", "measurements")), "v")
+        ).count(None)
+        == 1
+    )
+    counts, _, kept_sha256 = ndjson.write_ndjson_digested(warehouse, tmp_path / "kept", kept, code="v")
+    assert counts == whole and kept_sha256 == whole_sha256 and whole["runs.ndjson"] == 3
+    for name in ("runs.ndjson", "protocols.ndjson", "environments.ndjson"):
+        assert (tmp_path / "kept" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    # The kept file changed in place: nothing of it is taken.
+    first = tmp_path / "first" / "runs.ndjson"
+    first.write_bytes(first.read_bytes().replace(b"rms_norm", b"RMS_NORM"))
+    runs, measurements = (pl.read_parquet(warehouse / f"{t}.parquet") for t in ("runs", "measurements"))
+    assert ndjson._kept_lines(kept, ndjson.run_digests(runs, measurements, "v")) == [None] * 3

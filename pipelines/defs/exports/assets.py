@@ -4,8 +4,7 @@ from pipelines.core import layout
 from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
-from pipelines.exports import ndjson
-from pipelines.exports.export_builds import Export
+from pipelines.exports.export_builds import Export, write_resource_documents
 
 EXPORT = Export(layout.DOCUMENTS_STAGE)
 
@@ -31,7 +30,7 @@ def resource_documents(context: dg.AssetExecutionContext, warehouse: Warehouse) 
     """Every run, protocol and environment as a resource document (the shape of the seed example),
     one JSON object per line in `WAREHOUSE_DIR/exports/{runs,protocols,environments}.ndjson`."""
     out = layout.Layout(warehouse.path).exports
-    build = export_if_stale(context, warehouse, EXPORT, lambda folder: ndjson.write_ndjson(warehouse.path, folder))
+    build = export_if_stale(context, warehouse, EXPORT, lambda folder, earlier: write_resource_documents(warehouse.path, folder, earlier))
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": build.counts[layout.document_file("runs")],

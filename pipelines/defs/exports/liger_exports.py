@@ -7,8 +7,8 @@ from pipelines.core.metadata import markdown_table
 from pipelines.defs.common import REBUILD, WRITERS
 from pipelines.defs.exports.fresh import export_if_stale
 from pipelines.defs.resources import Warehouse
-from pipelines.exports import bmf, liger_csv
-from pipelines.exports.export_builds import Export, ExportBuild
+from pipelines.exports import bmf
+from pipelines.exports.export_builds import Export, ExportBuild, write_liger_csvs
 
 FILE_NAME_MAX = 255
 LIGER_CSVS = Export(layout.LIGER_CSV_STAGE)
@@ -40,7 +40,7 @@ def latest_liger_csvs(context: dg.AssetExecutionContext, warehouse: Warehouse) -
     in `WAREHOUSE_DIR/exports/liger_csv/<file name>`."""
     out = layout.Layout(warehouse.path).export(layout.LIGER_CSV_EXPORT)
     build = export_if_stale(
-        context, warehouse, LIGER_CSVS, lambda folder: liger_csv.write_latest(warehouse.path, folder, warn=context.log.warning)
+        context, warehouse, LIGER_CSVS, lambda folder, earlier: write_liger_csvs(warehouse.path, folder, earlier, context.log.warning)
     )
     return _exported(out, build, "rows")
 
@@ -58,5 +58,5 @@ def bmf_exports(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.M
     `WAREHOUSE_DIR/exports/bmf/<gpu slug>.json`, benchmark `kernel/pass[/metric]/provider/workload`
     with measure `latency` (ns) or `peak_memory` (bytes), median with p20/p80 bounds."""
     out = layout.Layout(warehouse.path).export(layout.BMF_EXPORT)
-    build = export_if_stale(context, warehouse, BMF, lambda folder: bmf.write_bmf(warehouse.path, folder))
+    build = export_if_stale(context, warehouse, BMF, lambda folder, _: bmf.write_bmf(warehouse.path, folder))
     return _exported(out, build, "benchmarks")
