@@ -2,7 +2,7 @@
 
 A range of partitions is one Dagster step; the step stages its snapshots on up to
 `LIGER_STAGING_WORKERS` processes (pipelines.ingest.stage_pool), which start only once staging the rest in the
-run's process would take longer than `stage_pool.PARALLEL_AFTER_S`. This measures that
+run's process would take longer than `LIGER_STAGING_PARALLEL_AFTER_S` (15 s). This measures that
 step's work, the whole staging of a history, on one worker and with two allowed, for the
 real history (the bundle in ../shared, or --source) and for a synthetic git
 history of --snapshots commits. Each staging starts from an empty warehouse with

@@ -27,9 +27,6 @@ from pipelines.ingest.source.listing import SnapshotRef
 
 # Below this many snapshots, starting the worker processes (each imports polars) costs more than it saves.
 PARALLEL_FROM = 4
-# Staging the rest in this process, at the pace of those staged so far, would take longer than this: the workers start
-# for the rest. Measured on upstream's two streams (83 snapshots, 137k rows): 6-9 s here, 17-23 s with two workers.
-PARALLEL_AFTER_S = 15.0
 # The pace is judged on this many snapshots after the first, whose time is mostly warming up (imports, the source's
 # first read, an empty lookup cache): judged on the first alone, upstream's history looked ten times slower than it is.
 SAMPLE = 4
@@ -39,14 +36,14 @@ _worker: dict = {}
 
 def stage_all(warehouse: Path, settings: Settings, jobs: list[tuple[SnapshotRef, int]], workers: int) -> Iterator[staging.SnapshotMeta]:
     """Stage each (snapshot, ingest_seq) of `jobs`, yielding their metadata in the order of `jobs`: in this process
-    while the rest would take at most PARALLEL_AFTER_S at the pace so far, on `workers` processes from then on."""
+    while the rest would take at most `settings.staging_parallel_after_s` at the pace so far, on `workers` processes from then on."""
     source, cache = source_of(settings), DistinctCache()
     warm = None
     for done, (ref, seq) in enumerate(jobs):
         rest = len(jobs) - done
         if warm is not None and done == 1 + SAMPLE and workers > 1 and rest >= PARALLEL_FROM:
             pace = (time.perf_counter() - warm) / SAMPLE
-            if pace * rest > PARALLEL_AFTER_S:
+            if pace * rest > settings.staging_parallel_after_s:
                 yield from _on_workers(warehouse, settings, jobs[done:], workers)
                 return
         yield staging.stage_snapshot(warehouse, ref, source.read, cache, seq)

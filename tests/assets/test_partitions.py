@@ -100,8 +100,6 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     from pipelines.ingest import stage_pool
     from pipelines.ingest.steps import stage_new, sync
 
-    # Whatever their pace, the workers start once this process has staged the first and its sample of the pace.
-    monkeypatch.setattr(stage_pool, "PARALLEL_AFTER_S", 0.0)
     started = []
     monkeypatch.setattr(stage_pool, "_on_workers", spying(stage_pool._on_workers, started))
     count = 1 + stage_pool.SAMPLE + stage_pool.PARALLEL_FROM
@@ -111,7 +109,10 @@ def test_staging_on_two_processes_builds_the_same_tables_as_on_one(upstream_repo
     built = {}
     for workers in (1, 2):
         warehouse = tmp_path / f"warehouse-{workers}"
-        source = for_source(str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache")
+        # Whatever their pace, the workers start once this process has staged the first and its sample of the pace.
+        source = for_source(
+            str(upstream_repo.path), "main", "benchmark/data/all_benchmark_data*.csv", tmp_path / "cache", staging_parallel_after_s=0
+        )
         listing = sync(warehouse, source)
         assert len(stage_new(warehouse, source, listing, workers=workers).staged) == count
         build_tables(warehouse, listing)

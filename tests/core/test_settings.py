@@ -44,6 +44,8 @@ def test_values_are_read_and_blank_ones_mean_the_default(tmp_path: Path):
     assert read({"LIGER_BASELINES": ","}).baselines == ("huggingface", "torch")
     assert read({"LIGER_STAGING_WORKERS": "1"}).staging_workers == 1
     assert read({"LIGER_SENSOR_INTERVAL_S": " 60 "}).sensor_interval_s == 60
+    assert read({}).staging_parallel_after_s == 15
+    assert read({"LIGER_STAGING_PARALLEL_AFTER_S": "0"}).staging_parallel_after_s == 0
 
 
 # Every setting, blank: each means its default (a blank LIGER_SOURCE is not the current folder).
@@ -88,6 +90,8 @@ def test_a_relative_source_with_spaces_around_it_is_parsed_once_as_the_users_fol
         ("LIGER_SENSOR_INTERVAL_S", "9"),
         ("LIGER_SENSOR_INTERVAL_S", "86401"),
         ("LIGER_SENSOR_INTERVAL_S", "1h"),
+        ("LIGER_STAGING_PARALLEL_AFTER_S", "3601"),
+        ("LIGER_STAGING_PARALLEL_AFTER_S", "-1"),
         ("LIGER_STREAMS", "data,cli"),
     ],
 )
@@ -98,7 +102,10 @@ def test_a_value_out_of_range_or_not_a_number_is_refused_in_one_line(name, value
     assert "\n" not in message
     assert name in message and repr(value.strip()) in message
     if name != "LIGER_STREAMS":
-        low, high = settings.staging_workers_range() if name == "LIGER_STAGING_WORKERS" else settings.SENSOR_INTERVAL_RANGE
+        low, high = {
+            "LIGER_STAGING_WORKERS": settings.staging_workers_range(),
+            "LIGER_STAGING_PARALLEL_AFTER_S": settings.PARALLEL_AFTER_RANGE,
+        }.get(name, settings.SENSOR_INTERVAL_RANGE)
         assert f"from {low} to {high}" in message
 
 
@@ -144,13 +151,17 @@ def test_the_docs_give_every_numeric_settings_range():
 
     assert set(re.findall(r'count\("([A-Z_]+)"', Path(settings.__file__).read_text())) == {
         "LIGER_STAGING_WORKERS",
+        "LIGER_STAGING_PARALLEL_AFTER_S",
         "LIGER_SENSOR_INTERVAL_S",
     }
     assert "From 1 to twice the cores" in row("LIGER_STAGING_WORKERS") and f"at most {settings.MAX_STAGING_WORKERS}" in row(
         "LIGER_STAGING_WORKERS"
     )
-    low, high = settings.SENSOR_INTERVAL_RANGE
-    assert f"from {low}" in row("LIGER_SENSOR_INTERVAL_S") and f"to {high}" in row("LIGER_SENSOR_INTERVAL_S")
+    for name, (low, high) in (
+        ("LIGER_SENSOR_INTERVAL_S", settings.SENSOR_INTERVAL_RANGE),
+        ("LIGER_STAGING_PARALLEL_AFTER_S", settings.PARALLEL_AFTER_RANGE),
+    ):
+        assert f"from {low}" in row(name) and f"to {high}" in row(name)
     assert "A blank value" in table and "exit code 2" in table
 
 

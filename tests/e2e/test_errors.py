@@ -304,14 +304,18 @@ def test_an_interrupt_while_workers_stage_is_one_line(tmp_path):
     import time
 
     repo = UpstreamRepo(tmp_path / "upstream")
-    for commit in range(6):
-        rows = [liger_row(x_value=str(k), timestamp=f"2025-01-0{commit + 1} 10:00:00") for k in range(20_000)]
+    # Enough snapshots for the run to sample its pace on the first five and hand the rest (four at least) to two
+    # workers at once: alone, these would stage in the run's own process.
+    for commit in range(10):
+        rows = [liger_row(x_value=str(k), timestamp=f"2025-01-{commit + 1:02d} 10:00:00") for k in range(20_000)]
         repo.commit({DATA: liger_csv(*rows)}, f"commit {commit}")
-    os.environ["LIGER_STAGING_WORKERS"] = "2"
+    workers = {"LIGER_STAGING_WORKERS": "2", "LIGER_STAGING_PARALLEL_AFTER_S": "0"}
+    os.environ.update(workers)
     try:
         process = materialize(tmp_path, str(repo.path))
     finally:
-        del os.environ["LIGER_STAGING_WORKERS"]
+        for name in workers:
+            del os.environ[name]
     deadline = time.monotonic() + 120
     while len([p for p in survivors(tmp_path / "warehouse", 0) if "spawn_main" in p]) < 2:
         assert process.poll() is None and time.monotonic() < deadline, "the staging workers never started"
