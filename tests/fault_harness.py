@@ -181,6 +181,18 @@ def start_ingest(warehouse: Path, source: str, cache: Path) -> subprocess.Popen:
     return process
 
 
+# Two staging workers, started as soon as a run has sampled its pace (pipelines/ingest/stage_pool.py).
+ON_TWO_WORKERS = {"LIGER_STAGING_WORKERS": "2", "LIGER_STAGING_PARALLEL_AFTER_S": "0"}
+
+
+def commit_history_for_workers(repo: UpstreamRepo) -> None:
+    """Ten snapshots of 20,000 rows: a run samples its pace on the first five and hands the rest (four at least) to its
+    workers, which are still staging a second after they start."""
+    for commit in range(10):
+        rows = [liger_row(x_value=str(k), timestamp=f"2025-01-{commit + 1:02d} 10:00:00", y50=f"0.{commit + 1}") for k in range(20_000)]
+        repo.commit({"benchmark/data/all_benchmark_data.csv": liger_csv(*rows)}, f"commit {commit}")
+
+
 def start_materialize(warehouse: Path, source: str, cache: Path, home: Path) -> subprocess.Popen:
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy(settings.PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import test_security
 from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
-from fault_harness import survivors
+from fault_harness import ON_TWO_WORKERS, commit_history_for_workers, survivors
 from test_cli import assert_one_line, cli
 
 from pipelines.__main__ import build_parser
@@ -298,24 +298,16 @@ def test_the_ingest_job_without_a_partition_fails_saying_what_to_pass(upstream_r
 
 
 @pytest.mark.slow
-def test_an_interrupt_while_workers_stage_is_one_line(tmp_path):
+def test_an_interrupt_while_workers_stage_is_one_line(tmp_path, monkeypatch):
     """Ctrl-C reaches the staging workers too: they leave it to the run, which stops them and says so in one line."""
     import signal
     import time
 
     repo = UpstreamRepo(tmp_path / "upstream")
-    # Enough snapshots for the run to sample its pace on the first five and hand the rest (four at least) to two
-    # workers at once: alone, these would stage in the run's own process.
-    for commit in range(10):
-        rows = [liger_row(x_value=str(k), timestamp=f"2025-01-{commit + 1:02d} 10:00:00") for k in range(20_000)]
-        repo.commit({DATA: liger_csv(*rows)}, f"commit {commit}")
-    workers = {"LIGER_STAGING_WORKERS": "2", "LIGER_STAGING_PARALLEL_AFTER_S": "0"}
-    os.environ.update(workers)
-    try:
-        process = materialize(tmp_path, str(repo.path))
-    finally:
-        for name in workers:
-            del os.environ[name]
+    commit_history_for_workers(repo)
+    for name, value in ON_TWO_WORKERS.items():
+        monkeypatch.setenv(name, value)
+    process = materialize(tmp_path, str(repo.path))
     deadline = time.monotonic() + 120
     while len([p for p in survivors(tmp_path / "warehouse", 0) if "spawn_main" in p]) < 2:
         assert process.poll() is None and time.monotonic() < deadline, "the staging workers never started"

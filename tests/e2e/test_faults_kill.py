@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_harness import History, start_ingest, start_materialize, survivors
+from fault_harness import ON_TWO_WORKERS, History, commit_history_for_workers, start_ingest, start_materialize, survivors
 from robustness_tally import trial
 
 # Slow tier (faults injected into whole ingests, many of them in processes of their own): `pytest -m 'not slow'` leaves these out.
@@ -98,22 +98,12 @@ def test_sigkill_of_python_m_pipelines_materialize_at_random_points(history, tmp
             history.assert_repaired(warehouse, cache)
 
 
-def test_a_sigkill_while_staging_on_two_workers_leaves_no_process_behind(upstream_repo, tmp_path):
-    from conftest import liger_csv, liger_row
-
-    # Enough snapshots for the run to sample its pace on the first five and hand the rest (four at least) to the workers.
-    for commit in range(10):
-        rows = [liger_row(x_value=str(k), timestamp=f"2025-01-{commit + 1:02d} 10:00:00", y50=f"0.{commit + 1}") for k in range(20_000)]
-        upstream_repo.commit({"benchmark/data/all_benchmark_data.csv": liger_csv(*rows)}, f"commit {commit}")
+def test_a_sigkill_while_staging_on_two_workers_leaves_no_process_behind(upstream_repo, tmp_path, monkeypatch):
+    commit_history_for_workers(upstream_repo)
     warehouse = tmp_path / "warehouse"
-    # Two workers, started as soon as the run has its sample of the pace.
-    workers = {"LIGER_STAGING_WORKERS": "2", "LIGER_STAGING_PARALLEL_AFTER_S": "0"}
-    os.environ.update(workers)
-    try:
-        process = start_materialize(warehouse, str(upstream_repo.path), tmp_path / "cache", tmp_path / "home")
-    finally:
-        for name in workers:
-            del os.environ[name]
+    for name, value in ON_TWO_WORKERS.items():
+        monkeypatch.setenv(name, value)
+    process = start_materialize(warehouse, str(upstream_repo.path), tmp_path / "cache", tmp_path / "home")
     deadline = time.monotonic() + 120
     while len([p for p in survivors(warehouse, 0) if "spawn_main" in p]) < 2:
         assert process.poll() is None and time.monotonic() < deadline, "the staging workers never started"
