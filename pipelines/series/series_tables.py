@@ -251,16 +251,22 @@ def _reference(provider: str, backend: str, group: dict[tuple[str, str], int], b
     return group[(witness, chosen)]
 
 
-def build(con: duckdb.DuckDBPyConnection, baselines: Sequence[str], create_table: Callable) -> dict[str, float]:
-    """Make series_noise and change_points in `con` (create_table: database_build's, for its compression); return
-    the seconds each took (reading the series counts in series_noise's)."""
+def build(
+    con: duckdb.DuckDBPyConnection,
+    baselines: Sequence[str],
+    create_table: Callable,
+    ranges: Sequence[dict[str, str | None]] | None = None,
+) -> dict[str, float]:
+    """Make series_noise and change_points in `con` (create_table: database_build's, for its compression), reading
+    the series one range of groups at a time (`ranges`, group_ranges' when not given); return the seconds each took
+    (reading the series counts in series_noise's)."""
     started = time.perf_counter()
     _set_constants(con)
     for name in SCRATCH_TABLES:
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
     for name, columns in SCRATCH_COLUMNS.items():
         con.execute(f'CREATE TABLE "{name}" ({columns})')
-    ranges = group_ranges(con)
+    ranges = group_ranges(con) if ranges is None else ranges
     for batch in stream_series(con, sql_files.text("series/series"), sql_files.text("series/series_points"), ranges):
         parts, reruns = _own_rows(batch)
         _append(con, "series_parts", parts)

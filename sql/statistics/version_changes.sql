@@ -31,7 +31,13 @@ WITH passed AS (
         lag({'run_id': run_id, 'liger_version': liger_version, 'value': value, 'p20': p20, 'p80': p80})
             OVER (PARTITION BY group_id, provider, backend ORDER BY history_key(observed_at, rowid)) AS previous
     FROM runs
-    WHERE status = 'passed'
+    WHERE
+        status = 'passed'
+        -- One range of groups when the build sets groups_lo / groups_hi (unset:
+        -- every group): the window then sorts a range's runs at a time, within
+        -- DuckDB's memory (10M runs in one window spilled: 43 s, by ranges 29 s).
+        AND group_id >= coalesce(getvariable('groups_lo'), group_id)
+        AND (getvariable('groups_hi') IS NULL OR group_id < getvariable('groups_hi'))
 ),
 
 changes AS (

@@ -147,8 +147,8 @@ def test_the_newest_points_steps_are_candidates_and_small_steps_are_flagged(upst
 
 def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once(upstream_database: Path, tmp_path: Path, monkeypatch):
     """The build streams the series in batches and finishes the pooled noise in SQL (sql/series/series_noise.sql): in
-    batches of a few dozen series (every group cut somewhere) and four ranges of groups its rows are those of the
-    default batches, and each
+    batches of a few dozen series (every group cut somewhere) and five ranges of groups its rows are those of the
+    default batches (and version_changes', made range by range, those of one range), and each
     noise is, to the last bit, what noise.noise_arrays computes over every series at once."""
     import duckdb
     import numpy as np
@@ -159,11 +159,12 @@ def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once
 
     monkeypatch.setattr(series_tables, "SERIES_BATCH_ROWS", 97)
     monkeypatch.setattr(series_tables, "POINTS_BATCH_ROWS", 331)
-    monkeypatch.setattr(series_tables, "RANGE_ROWS", 20_000)  # four ranges of groups
+    monkeypatch.setattr(series_tables, "RANGE_ROWS", 20_000)  # five ranges of groups
     small = tmp_path / "small.duckdb"
     database_build.build_database(upstream_database, ["huggingface", "torch"], small)
     with duckdb.connect(str(small), read_only=True) as batched, db.session(upstream_database) as whole:
-        for name in db.SERIES_STATISTICS:
+        assert len(series_tables.group_ranges(batched)) == 5
+        for name in (*db.SERIES_STATISTICS, *database_build.BY_GROUP_RANGES):
             ordered = f"SELECT * FROM {name} ORDER BY ALL"
             assert batched.execute(ordered).fetchall() == whole.con.execute(ordered).fetchall(), name
         everything = {"lo": None, "hi": None}
