@@ -73,7 +73,7 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
 # at 768 MB 1.04 and 1.24 GB (docs/performance.md).
 MEMORY_LIMIT = "768MB"
 # Statistics whose SQL orders each series' runs in one window (every passed run at once: at 10M runs the window
-# spilled past MEMORY_LIMIT and took 43 s), made one range of groups at a time (`_create_by_ranges`): 29 s.
+# spilled past MEMORY_LIMIT and took 43 s), made one range of groups at a time (`_create_by_ranges`): 28 s.
 BY_GROUP_RANGES = frozenset({"version_changes"})
 
 
@@ -263,8 +263,8 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
     for name in sorted(copied):
         create_table(con, name, f'SELECT * FROM earlier."{name}"')
     # The ranges of groups the series and the window statistics are read in, about a million runs each.
-    computed = set(SERIES_STATISTICS) - copied or BY_GROUP_RANGES - copied - kept_views
-    ranges = series_tables.group_ranges(con) if computed else []
+    ranged = not copied >= {*SERIES_STATISTICS, *BY_GROUP_RANGES}
+    ranges = series_tables.group_ranges(con) if ranged else []
     if not set(SERIES_STATISTICS) <= copied:
         # Series noise and change points (SPEC section 8), computed in Python before the SQL that reads them.
         seconds.update(series_tables.build(con, baselines, create_table, ranges))
@@ -289,17 +289,13 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
 
 
 def _create_by_ranges(con: duckdb.DuckDBPyConnection, name: str, select: str, ranges: Sequence[dict[str, str | None]]) -> None:
-    """create_table(name, select) one range of groups at a time: `select` reads the variables groups_lo and
-    groups_hi (a range's first group and the first group after it, null: no bound)."""
+    """create_table(name, select) one range of groups at a time: `select` takes `$lo` and `$hi` (a range's first
+    group and the first group after it, null: no bound), as the series queries do."""
     for i, bounds in enumerate(ranges):
-        con.execute("SET VARIABLE groups_lo = ?::VARCHAR", [bounds["lo"]])
-        con.execute("SET VARIABLE groups_hi = ?::VARCHAR", [bounds["hi"]])
         if i == 0:
-            create_table(con, name, select)
+            create_table(con, name, select, bounds)
         else:
-            con.execute(f'INSERT INTO "{name}" {select}')
-    con.execute("RESET VARIABLE groups_lo")
-    con.execute("RESET VARIABLE groups_hi")
+            con.execute(f'INSERT INTO "{name}" {select}', bounds)
 
 
 def _earlier_view(con: duckdb.DuckDBPyConnection, name: str) -> str:

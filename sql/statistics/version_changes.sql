@@ -33,11 +33,11 @@ WITH passed AS (
     FROM runs
     WHERE
         status = 'passed'
-        -- One range of groups when the build sets groups_lo / groups_hi (unset:
-        -- every group): the window then sorts a range's runs at a time, within
-        -- DuckDB's memory (10M runs in one window spilled: 43 s, by ranges 29 s).
-        AND group_id >= coalesce(getvariable('groups_lo'), group_id)
-        AND (getvariable('groups_hi') IS NULL OR group_id < getvariable('groups_hi'))
+        -- $lo and $hi: the groups from $lo and before $hi (null: no bound), as
+        -- the series SQL takes them: the build makes this one range at a time,
+        -- so the window sorts a range's runs within DuckDB's memory (10M runs
+        -- in one window spilled: 43 s, by ranges 28 s).
+        AND ($lo IS NULL OR group_id >= $lo) AND ($hi IS NULL OR group_id < $hi)
 ),
 
 changes AS (
