@@ -260,9 +260,14 @@ def simple_rules(history: pl.DataFrame, contender: pl.DataFrame) -> pl.DataFrame
         (pl.col("sd").is_not_null() & (pl.col("sd") > 0) & (z > Z_LIMIT)).alias("z_run"),
         (pl.col("value") > TEN_PERCENT * pl.col("previous")).alias("ten_run"),
     )
+    # Each rule's kernel score: the kernel is slower at a limit L exactly when its score exceeds L (more than half
+    # of its runs beyond L is the (n // 2 + 1)-th largest run beyond it), so one pass serves every limit.
+    valid_z = pl.when(pl.col("sd").is_not_null() & (pl.col("sd") > 0)).then(z).otherwise(-math.inf)
     return runs.group_by(KERNEL).agg(
         (pl.col("z_run").sum() * 2 > pl.len()).alias("z_slower"),
         (pl.col("ten_run").sum() * 2 > pl.len()).alias("ten_slower"),
+        valid_z.sort(descending=True).get(pl.len() // 2).alias("z_score"),
+        (pl.col("value") / pl.col("previous")).sort(descending=True).get(pl.len() // 2).alias("ten_score"),
     )
 
 
@@ -338,6 +343,8 @@ def judge_week(data: History, week: dict, min_effect: float) -> dict:
     row["inconclusive"] = kernels.filter(pl.col("verdict") == "inconclusive").height
     row["real_gate_inconclusive"] = kernels.filter(pl.col("real") & pl.col("gates") & (pl.col("verdict") == "inconclusive")).height
     row["kernels"] = kernels.height
+    gating = kernels.filter(pl.col("gates"))
+    row["scores"] = list(zip(gating["z_score"].to_list(), gating["ten_score"].to_list(), gating["real"].to_list(), strict=True))
     row["false_kernels"] = _names(kernels.filter(gate_slower & ~pl.col("real")))
     row["caught_kernels"] = _names(kernels.filter(gate_slower & pl.col("real")))
     row["z_caught_kernels"] = _names(kernels.filter(pl.col("z_slower") & pl.col("gates") & pl.col("real") & ~gate_slower))
@@ -385,6 +392,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{row['week']}: {title}: {row[f'{what}_kernels']}")
     print()
     print(markdown_totals(rows))
+    print()
+    print(markdown_limits(rows))
 
 
 RULES = (
@@ -433,6 +442,37 @@ def markdown_totals(rows: pl.DataFrame) -> str:
             f"{int(part['real_gate_free'].sum())}: {int(part['gate_caught_free'].sum())} / {int(part['z_gate_caught_free'].sum())}"
         )
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# The simple rules at stricter limits than their usual ones (5 sigma, 10%), to compare the rules at the same false alarms.
+Z_LIMITS = (5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
+TEN_LIMITS = (1.10, 1.20, 1.30, 1.50, 2.0, 3.0)
+
+
+def markdown_limits(rows: pl.DataFrame) -> str:
+    """Gating kernels over all weeks: the simple rules at each limit (false alarms per week / real steps caught)
+    against the verdict's, and what each catches at no more false alarms than the verdict raises."""
+    scores = [s for week in rows["scores"].to_list() for s in week]
+    weeks = max(rows.height, 1)
+    gate_false, gate_caught = int(rows["gate_false"].sum()), int(rows["gate_caught"].sum())
+
+    def at(index: int, limit: float) -> tuple[int, int]:
+        called = [real for *score, real in scores if score[index] is not None and score[index] > limit]
+        return called.count(False), called.count(True)
+
+    lines = ["| rule, gating kernels | false per week / caught |", "| --- | --- |"]
+    lines.append(f"| verdict | {gate_false / weeks:.2f} / {gate_caught} |")
+    best = {}
+    for index, name, limits, shown in ((0, "z-score", Z_LIMITS, "z > {:g}"), (1, "10%", TEN_LIMITS, "slower than x{:g}")):
+        for limit in limits:
+            false, caught = at(index, limit)
+            lines.append(f"| {name}, {shown.format(limit)} | {false / weeks:.2f} / {caught} |")
+            if false <= gate_false and caught > best.get(name, (-1, None))[0]:
+                best[name] = (caught, shown.format(limit))
+    for name in ("z-score", "10%"):
+        caught, shown = best.get(name, (0, "no limit above"))
+        lines.append(f"| {name} at no more false alarms than the verdict ({gate_false}): {shown} | caught {caught} |")
     return "\n".join(lines)
 
 

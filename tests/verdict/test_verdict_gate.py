@@ -331,3 +331,21 @@ def test_real_newest_week_through_the_command(upstream_bundle: Path, real_wareho
     assert not [k for k in document["kernels"] if k["kernel"].startswith("mhc") and k["verdict"] == "slower"]
     with contender.open(newline="") as handle:
         assert sum(1 for _ in csv.reader(handle)) - 1 >= len(document["runs"])
+
+
+def test_a_simple_rules_score_calls_a_kernel_slower_at_exactly_the_limits_its_rule_does() -> None:
+    """bench.verdict compares the rules at equal false alarms through one score per kernel: slower at limit L
+    exactly when the score exceeds L, as the rule's own more-than-half-of-its-runs test says."""
+    key = {"kernel": "rms_norm", "pass": "forward", "metric": "speed", "provider": "liger", "backend": "triton", "gpu_name": GPU}
+    noisy = [1.0 + 0.01 * (-1) ** i for i in range(10)]  # ln values of sd about 0.0105
+    history = pl.DataFrame([{"group_id": f"g{g}", "provider": "liger", "backend": "triton", "value": v} for g in range(3) for v in noisy])
+    sd = float(pl.Series([math.log(v) for v in noisy]).std())
+    mean = sum(math.log(v) for v in noisy) / len(noisy)
+    zs = (3.0, 8.0, 40.0)
+    contender = pl.DataFrame([{**key, "group_id": f"g{g}", "unit": "ns", "value": math.exp(mean + z * sd)} for g, z in enumerate(zs)])
+    scores = bench_verdict.simple_rules(history, contender).row(0, named=True)
+    assert scores["z_score"] == pytest.approx(8.0)
+    assert scores["z_slower"] is True  # 2 of 3 runs beyond z = 5
+    for limit in (2.0, 5.0, 7.9, 8.1, 39.0, 41.0):
+        beyond = sum(z > limit for z in zs)
+        assert (scores["z_score"] > limit) == (beyond * 2 > len(zs)), limit
