@@ -110,7 +110,8 @@ def kernel_histories(
         marks = pl.DataFrame([m for m, _, _ in placed], schema=drawn.schema) if placed else drawn.clear()
         ranked = _rank(rows, marks)
         shown = ranked[:PANELS]
-        panels = [_panel(workload, rows, placed, at) for workload in shown]
+        lines = _lines(rows, at)
+        panels = [_panel(workload, lines[workload], placed, at) for workload in shown]
         note = (
             f"x: the {len(folders)} commits upstream's CI benchmarked on this GPU, oldest to newest; "
             f"{len(shown)} of {len(ranked)} workloads, those with change points first, then the largest"
@@ -128,7 +129,7 @@ def kernel_histories(
         marked = sum(len(p.marks) for p in panels)
         rest = None
         if len(ranked) > PANELS:
-            others = [_panel(workload, rows, placed, at) for workload in ranked[PANELS:]]
+            others = [_panel(workload, lines[workload], placed, at) for workload in ranked[PANELS:]]
             note = f"the other {len(others)} workloads of this chart, the most informative first"
             labels = [commit_label(c, r) for c, r, _ in folders]
             figure = history.history_figure(
@@ -145,12 +146,24 @@ def _chart_order(key: tuple[Any, ...]) -> tuple:
     return (gpu, order(metric, METRIC_ORDER), order(pass_, PASS_ORDER))
 
 
-def _panel(workload: str, rows: pl.DataFrame, placed: list[tuple[dict[str, Any], int, int]], at: dict[str, int]) -> history.Panel:
-    mine = rows.filter(pl.col("workload_slug") == workload)
+def _lines(rows: pl.DataFrame, at: dict[str, int]) -> dict[str, dict[tuple[str, str], list[tuple[int, float]]]]:
+    """Per workload, per implementation (in the order the rows first show it), its points (x, value) in row order:
+    one pass over a chart's rows, where a filter and a group_by per panel read them all once per panel."""
+    lines: dict[str, dict[tuple[str, str], list[tuple[int, float]]]] = {}
+    for workload, provider, backend, run, value in rows.select("workload_slug", "provider", "backend", "run_id", "value").iter_rows():
+        lines.setdefault(workload, {}).setdefault((provider, backend), []).append((at[run], value))
+    return lines
+
+
+def _panel(
+    workload: str,
+    lines: dict[tuple[str, str], list[tuple[int, float]]],
+    placed: list[tuple[dict[str, Any], int, int]],
+    at: dict[str, int],
+) -> history.Panel:
     panel = history.Panel(history.panel_title(workload))
-    for (provider, backend), points in mine.group_by("provider", "backend", maintain_order=True):
-        name = implementations.label(provider, backend)
-        panel.lines.append(history.Line(name, [(at[run], value) for run, value in points.select("run_id", "value").iter_rows()]))
+    for (provider, backend), points in lines.items():
+        panel.lines.append(history.Line(implementations.label(provider, backend), points))
     for mark, before, after in placed:
         if mark["workload_slug"] != workload:
             continue

@@ -7,6 +7,7 @@ must already be built by these helpers.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import math
 import re
@@ -54,7 +55,15 @@ td { overflow-wrap: break-word; } .key { overflow-wrap: anywhere; }
 def text(value: Any) -> str:
     """A value as escaped text: numbers to four significant digits, times to the second, null as a dash;
     cut to `display.TEXT_MAX` characters, so a field of megabytes does not make a page of megabytes."""
+    if type(value) is str:
+        return _text_of(value)
     return escape(display.shorten(plain(value)))
+
+
+# A report escapes the same names, versions and keys hundreds of thousands of times.
+@functools.lru_cache(maxsize=1 << 16)
+def _text_of(value: str) -> str:
+    return escape(display.shorten(value))
 
 
 def plain(value: Any) -> str:
@@ -105,10 +114,13 @@ def fold(summary: str, body: str, summary_html: bool = False, anchor: str | None
     return f'<details class="fold"{attrs}><summary>{head}</summary><div class="folded">{body}</div></details>'
 
 
+BREAK_AFTER = re.compile(r"([/,])")
+
+
 def breakable(value: Any) -> str:
     """A long key (run id, snapshot, a sweep's JSON) as escaped text that wraps after each `/` and `,`, and
     anywhere when a part is still too long: unbroken, such keys made tables twice as wide as the page."""
-    return '<span class="key">' + re.sub(r"([/,])", r"\1<wbr>", text(value)) + "</span>"
+    return '<span class="key">' + BREAK_AFTER.sub(r"\1<wbr>", text(value)) + "</span>"
 
 
 def image(src: str, alt: str, size: tuple[int, int] | None = None, lazy: bool = False) -> str:
