@@ -16,6 +16,10 @@ import ast
 import functools
 import hashlib
 import importlib.metadata
+import json
+import os
+import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -81,10 +85,64 @@ def _read(path: Path) -> _Module:
     return _parsed(str(path), stat.st_mtime_ns, stat.st_size)
 
 
+# Parsing the package is most of a command's start (0.3 s on 2 cores), so each module's parse is kept across processes
+# beside Python's bytecode, under the same rule as the bytecode: valid while the file's mtime and size are the same,
+# and for one Python version (ast.dump's text depends on it).
+DISK_CACHE = PACKAGE / "__pycache__" / f"code_version.{sys.implementation.cache_tag}.json"
+
+
+class _Parses(NamedTuple):
+    entries: dict[str, list]  # path -> [mtime_ns, size, imports, behaviour]
+    changed: list[str]  # the paths parsed anew since it was read
+
+
+@functools.cache
+def _disk() -> _Parses:
+    try:
+        loaded = json.loads(DISK_CACHE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        loaded = {}
+    return _Parses(loaded if isinstance(loaded, dict) else {}, [])
+
+
+def _save_disk(keep: Iterable[str]) -> None:
+    """Write the parses of the modules `keep` back when one was parsed anew; a folder that cannot be written is no error
+    (the next process parses again)."""
+    cached = _disk()
+    if not cached.changed:
+        return
+    cached.changed.clear()
+    kept = {path: cached.entries[path] for path in keep if path in cached.entries}
+    try:
+        DISK_CACHE.parent.mkdir(exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=DISK_CACHE.parent, suffix=".tmp", delete=False, encoding="utf-8") as out:
+            json.dump(kept, out)
+        os.chmod(out.name, 0o644)  # as readable as the bytecode beside it
+        os.replace(out.name, DISK_CACHE)
+    except OSError:
+        return
+
+
 @functools.lru_cache(maxsize=1024)
 def _parsed(path: str, mtime_ns: int, size: int) -> _Module:
-    """One parse and one walk per version of a file and process: parsing is most of what a code version costs,
-    and the import graph and the digest read the same tree."""
+    """One parse and one walk per version of a file (and none while DISK_CACHE holds that version): parsing is most
+    of what a code version costs, and the import graph and the digest read the same tree."""
+    ours = Path(path).is_relative_to(PACKAGE)
+    entry = _disk().entries.get(path) if ours else None
+    if isinstance(entry, list) and len(entry) == 4 and entry[:2] == [mtime_ns, size]:
+        try:
+            imports = tuple((int(level), str(module), None if names is None else tuple(names)) for level, module, names in entry[2])
+            return _Module(imports, str(entry[3]))
+        except (TypeError, ValueError):
+            pass  # an entry not written by this code: parse the file
+    module = _parse(path)
+    if ours:
+        _disk().entries[path] = [mtime_ns, size, module.imports, module.behaviour]
+        _disk().changed.append(path)
+    return module
+
+
+def _parse(path: str) -> _Module:
     tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
     found: list[tuple[int, str, tuple[str, ...] | None]] = []
     for node in ast.walk(tree):
@@ -116,7 +174,10 @@ def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
 
 @functools.cache
 def _package_graph() -> dict[str, frozenset[str]]:
-    return {name: frozenset(targets) for name, targets in graph().items()}
+    known = modules()
+    edges = {name: frozenset(imports(name, path, known)) for name, path in known.items()}
+    _save_disk(str(path) for path in known.values())
+    return edges
 
 
 def closure(entries: Iterable[str], leave_out: Iterable[str] = ()) -> list[str]:
