@@ -67,6 +67,16 @@ def tables_key(metas: list[staging.SnapshotMeta], listing: Listing | None) -> st
     return stages.build_key(layout.TABLES_STAGE, tables_code_version(), tables.fingerprint(metas, listing))
 
 
+def kept_build(warehouse: Path, listing: Listing | None) -> builds.Build | None:
+    """The published tables build when build_tables would keep it as it is for `listing` (the build of the staged
+    snapshots' key, published and intact); None when it would build, repair or publish another."""
+    metas, damaged = staging.scan_staging(warehouse)
+    current = builds.Stage(warehouse, layout.TABLES_STAGE).current()
+    if damaged or current is None or current.key != tables_key(metas, listing) or _damage(current) is not None:
+        return None
+    return current
+
+
 def build_tables(warehouse: Path, listing: Listing | None) -> TablesReport:
     """Assemble, check and publish all tables together, unless the build of the same inputs is published and intact."""
     metas, damaged = staging.scan_staging(warehouse)

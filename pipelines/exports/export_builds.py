@@ -41,6 +41,15 @@ class ExportBuild:
     key: str  # the export's data version
 
 
+def kept_build(warehouse: Path, export: Export) -> builds.Build | None:
+    """The export's published build when publish_export would keep it as it is (the key of the published tables and
+    code, every file there); None when it would write one."""
+    current = builds.Stage(warehouse, export.stage).current()
+    if current is None or current.key != export.key(warehouse) or current.damage() is not None:
+        return None
+    return current
+
+
 def publish_export(warehouse: Path, export: Export, write: Callable[[Path, builds.Build | None], dict[str, int]]) -> ExportBuild:
     """Publish the export's build for the tables and code as they are, `write(folder, earlier)`-ing it unless it is
     there intact (`earlier`: the build published before, whose files a writer may keep). Hold the writer lock."""

@@ -16,7 +16,7 @@ from pipelines.ingest.source.listing import SourceError
 from pipelines.ingest.steps import sync
 from pipelines.orchestration import console
 from pipelines.orchestration.instance_home import open_instance
-from pipelines.orchestration.plan import LISTED_TAG, LISTING_FAILED_TAG, IngestPlan, plan_ingest, register
+from pipelines.orchestration.plan import LISTED_TAG, LISTING_FAILED_TAG, UPSTREAM_SOURCE, IngestPlan, plan_ingest, register
 from pipelines.storage import store
 
 # Progress at INFO: one line per step and per staged snapshot, not Dagster's debug stream.
@@ -40,7 +40,7 @@ def ingest(definitions: dg.Definitions, instance: dg.DagsterInstance, **execute)
         plan = IngestPlan((), ())
         execute["tags"] = {LISTING_FAILED_TAG: str(exc)[:2000], **execute.get("tags", {})}
     else:
-        plan = plan_ingest(instance, warehouse.path, listing)
+        plan = plan_ingest(instance, warehouse.path, listing, warehouse.baselines)
         register(instance, plan.new_keys)
         execute["tags"] = {LISTED_TAG: listing.head or "", **execute.get("tags", {})}
     # Every asset of `definitions` (in the code location, the same as the schedule's job ingest_everything).
@@ -82,7 +82,10 @@ def materialize_all(home: Path, current: Settings, verbose: bool = False) -> int
             f"the Dagster instance in {home} cannot be written or read ({exc.orig}); free disk space or fix its storage, then run again"
         ) from None
     if result.success:
-        print(f"materialized every asset (run {result.run_id})")
+        if {event.asset_key for event in result.get_asset_materialization_events()} == {UPSTREAM_SOURCE}:
+            print(f"nothing changed upstream, in the code or in the settings: every asset kept as it is (run {result.run_id})")
+        else:
+            print(f"materialized every asset (run {result.run_id})")
         return 0
     if console.interrupted(result):
         raise KeyboardInterrupt

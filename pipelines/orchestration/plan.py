@@ -9,6 +9,7 @@ downstream).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import dagster as dg
 
 from pipelines.ingest import staging
 from pipelines.ingest.source.listing import Listing
+from pipelines.orchestration.kept_builds import kept_data_versions
 
 SNAPSHOTS = dg.DynamicPartitionsDefinition(name="snapshots")
 RAW_SNAPSHOTS = dg.AssetKey("raw_snapshots")
@@ -42,6 +44,9 @@ class IngestPlan:
     # A contiguous range of the partitions, in their order (upstream's history): the first to the last that
     # needs staging. A range is what one Dagster run can cover; the few in it that did not need it are staged again.
     stage_keys: tuple[str, ...]
+    # The assets whose published builds a run would keep as they are, with the data versions Dagster holds for them
+    # (orchestration/kept_builds.py): all of them when nothing changed.
+    kept: frozenset[str] = frozenset()
 
     @property
     def partition_key(self) -> str | None:
@@ -54,14 +59,22 @@ class IngestPlan:
         return {RANGE_START: self.stage_keys[0], RANGE_END: self.stage_keys[-1]}
 
     def asset_selection(self, all_keys: list[dg.AssetKey]) -> list[dg.AssetKey] | None:
-        """Everything when snapshots are staged, else everything but raw_snapshots (a run without partitions)."""
+        """Everything when snapshots are staged; upstream_source alone when every other asset would keep its build and
+        data version (nothing changed: the run lists the source and records it); else everything but raw_snapshots."""
         if self.stage_keys or not all_keys:
             return None
+        if self.unchanged(all_keys):
+            return [UPSTREAM_SOURCE]
         return [key for key in all_keys if key != RAW_SNAPSHOTS]
+
+    def unchanged(self, all_keys: list[dg.AssetKey]) -> bool:
+        """True when no snapshot is staged and every asset but the source ones would be kept as Dagster holds it."""
+        below = {key.to_user_string() for key in all_keys} - {RAW_SNAPSHOTS.to_user_string(), UPSTREAM_SOURCE.to_user_string()}
+        return not self.stage_keys and UPSTREAM_SOURCE in all_keys and bool(below) and below <= self.kept
 
     def summary(self) -> str:
         if not self.stage_keys:
-            return "no snapshot to stage"
+            return "no snapshot to stage" + ("; every build kept as it is" if self.kept else "")
         shown = self.stage_keys[0] if len(self.stage_keys) == 1 else f"{self.stage_keys[0]} ... {self.stage_keys[-1]}"
         return f"{len(self.new_keys)} new snapshot(s); staging {len(self.stage_keys)} partition(s): {shown}"
 
@@ -72,10 +85,12 @@ def new_keys(instance: dg.DagsterInstance, listing: Listing, registered: list[st
     return tuple(ref.snapshot_id for ref in listing.snapshots if ref.snapshot_id not in known)
 
 
-def plan_ingest(instance: dg.DagsterInstance, warehouse: Path, listing: Listing) -> IngestPlan:
+def plan_ingest(instance: dg.DagsterInstance, warehouse: Path, listing: Listing, baselines: Sequence[str]) -> IngestPlan:
     """Dagster decides: a listed partition is staged unless its latest materialization's data version is what its
     staging folder holds. The folder is the storage, read only to know that it is there and intact (Dagster's record
-    cannot see a folder deleted or damaged by hand); a folder staged by another normalizer counts as not there."""
+    cannot see a folder deleted or damaged by hand); a folder staged by another normalizer counts as not there.
+    With nothing to stage, the assets below are `kept` when each stage would keep its published build for `listing`
+    and `baselines` and Dagster's latest data version of each is that build's."""
     registered = instance.get_dynamic_partitions(SNAPSHOTS.name)
     new = new_keys(instance, listing, registered)
     order = [*registered, *new]
@@ -84,7 +99,23 @@ def plan_ingest(instance: dg.DagsterInstance, warehouse: Path, listing: Listing)
     needed = {ref.snapshot_id for ref in listing.snapshots if recorded.get(ref.snapshot_id, "") != held.get(ref.snapshot_id)}
     positions = [i for i, key in enumerate(order) if key in needed]
     stage = tuple(order[positions[0] : positions[-1] + 1]) if positions else ()
-    return IngestPlan(new_keys=new, stage_keys=stage)
+    return IngestPlan(
+        new_keys=new, stage_keys=stage, kept=frozenset() if stage or new else kept_assets(instance, warehouse, listing, baselines)
+    )
+
+
+def kept_assets(instance: dg.DagsterInstance, warehouse: Path, listing: Listing, baselines: Sequence[str]) -> frozenset[str]:
+    """The assets below the staging whose latest data version in Dagster is the one a run would give them now; none
+    unless every stage would keep its build."""
+    expected = kept_data_versions(warehouse, listing, baselines)
+    if expected is None:
+        return frozenset()
+    recorded = {name: instance.get_latest_data_version_record(dg.AssetKey(name)) for name in expected}
+    same = all(
+        record is not None and record.asset_materialization.tags.get(DATA_VERSION_TAG) == expected[name]
+        for name, record in recorded.items()
+    )
+    return frozenset(expected) if same else frozenset()
 
 
 def recorded_versions(instance: dg.DagsterInstance, keys: list[str]) -> dict[str, str]:

@@ -55,6 +55,18 @@ def published_tables_key(warehouse_dir: Path) -> str:
     return builds.build_key("unbuilt tables", "", states)
 
 
+def kept_build(warehouse_dir: Path, baselines: Sequence[str]) -> builds.Build | None:
+    """The published database build when build_database_if_changed of every statistic would keep it as it is (the
+    keys the published tables and code give every statistic, the file its build wrote); None when it would build."""
+    published = builds.Stage(warehouse_dir, layout.DATABASE_STAGE).current()
+    if published is None:
+        return None
+    statistics = versions.statistic_keys(published_tables_key(warehouse_dir), baselines, {})
+    if published.key != versions.database_key(statistics, baselines) or _damage(published, warehouse_dir) is not None:
+        return None
+    return published
+
+
 def build_database_if_changed(warehouse_dir: Path, baselines: Sequence[str], selected: Collection[str] | None = None) -> DatabaseBuild:
     """Publish the database build of the tables and code as they are now, building it unless it exists intact.
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from conftest import liger_csv, liger_row
 from local_http import serving_file
-from test_materialize import load_defs, materialize_everything, metadata_of, staged
+from test_materialize import NOTHING_CHANGED, load_defs, materialize_everything, materialized, staged
 
 from pipelines.core import settings
 from pipelines.orchestration.materialize import ingest
@@ -27,7 +27,7 @@ def ingest_twice_then_change(definitions, instance, csv_path, warehouse):
     again = materialize_everything(definitions, instance)
     assert again.success
     assert staged(again) == {}
-    assert metadata_of(again, "runs")["rewritten"].value is False
+    assert materialized(again) == NOTHING_CHANGED
     # New content is a new snapshot: its first materialization succeeds too.
     csv_path.write_text(liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9", y20="0.8", y80="1")))
     changed = materialize_everything(definitions, instance)

@@ -38,6 +38,14 @@ def metadata_of(result: dg.ExecuteInProcessResult, key: str) -> dict:
     return event.materialization.metadata
 
 
+def materialized(result: dg.ExecuteInProcessResult) -> set[str]:
+    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+
+
+# What a run with nothing new upstream, in the code or in the settings materializes: the source it listed, no other asset.
+NOTHING_CHANGED = {"upstream_source"}
+
+
 def staged(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
     """The metadata of each raw_snapshots partition the run materialized, by partition key."""
     events = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("raw_snapshots")]
@@ -60,7 +68,6 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, tmp_path / "cache")
     result = materialize_everything(definitions, dagster_instance)
     assert result.success
-    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     expected = {
         "upstream_source",
         "raw_snapshots",
@@ -73,7 +80,7 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
         "quarantine",
         "resource_documents",
     }
-    assert expected <= materialized
+    assert expected <= materialized(result)
     assert all(e.passed for e in result.get_asset_check_evaluations())
     assert metadata_of(result, "runs")["dagster/row_count"].value == 3
     assert [m["accepted"].value for m in staged(result).values()] == [2, 2]
@@ -87,11 +94,9 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     again = materialize_everything(definitions, dagster_instance)
     assert again.success
     assert staged(again) == {}, "a no-change run staged a snapshot again"
-    assert metadata_of(again, "runs")["rewritten"].value is False
-    assert metadata_of(again, "comparable_groups")["rebuilt"].value is False
+    assert materialized(again) == NOTHING_CHANGED, "a no-change run materialized more than the source"
     assert (database.stat().st_ino, database.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert exported_files(warehouse) == exported, "a no-change run rewrote an export"
-    assert metadata_of(again, "bmf_exports")["dagster/row_count"].value == metadata_of(result, "bmf_exports")["dagster/row_count"].value
 
     # An export file someone deleted is written again, though nothing else changed.
     [bmf_file] = (warehouse / "exports" / "bmf").glob("*.json")
@@ -105,6 +110,30 @@ def test_every_asset_materializes_on_a_small_repo(upstream_repo, tmp_path, monke
     assert exported_files(warehouse).keys() == exported.keys()
     assert all(exported_files(warehouse)[name] != exported[name] for name in ("runs.ndjson", "liger_csv/all_benchmark_data.csv"))
     assert [r.dagster_run.status for r in dagster_instance.get_run_records()] == [dg.DagsterRunStatus.SUCCESS] * 4
+
+
+@pytest.mark.slow
+def test_a_run_with_nothing_new_upstream_still_builds_what_the_settings_or_dagsters_record_need(upstream_repo, tmp_path, monkeypatch):
+    """A run that stages nothing materializes the source alone only when every build would be kept and Dagster holds
+    its data version: other baselines (a setting Dagster cannot see) rebuild the statistics, and an asset whose record
+    was wiped is materialized again."""
+    upstream_repo.commit({DATA: liger_csv(liger_row(), liger_row(provider="huggingface", y50="0.9"))}, "one")
+    warehouse = tmp_path / "warehouse"
+    definitions = load_defs(monkeypatch, warehouse, upstream_repo.path, tmp_path / "cache")
+    with dg.instance_for_test() as instance:
+        assert materialize_everything(definitions, instance).success
+        assert materialized(materialize_everything(definitions, instance)) == NOTHING_CHANGED
+
+        monkeypatch.setenv("LIGER_BASELINES", "torch")
+        other = load_defs(monkeypatch, warehouse, upstream_repo.path, tmp_path / "cache")
+        rebuilt = materialize_everything(other, instance)
+        assert {"comparable_groups", "report"} <= materialized(rebuilt)
+        assert metadata_of(rebuilt, "comparable_groups")["rebuilt"].value is True
+        assert materialized(materialize_everything(other, instance)) == NOTHING_CHANGED
+
+        instance.wipe_assets([dg.AssetKey("report")])
+        assert "report" in materialized(materialize_everything(other, instance))
+        assert materialized(materialize_everything(other, instance)) == NOTHING_CHANGED
 
 
 def exported_files(warehouse) -> dict[str, tuple[int, int]]:
@@ -190,8 +219,10 @@ def test_cli_materialize_then_show_run(upstream_repo, tmp_path, instance_kind, i
     assert result.returncode == 0, result.stderr[-3000:]
     assert "materialized every asset" in result.stdout
     assert (instance_kind_home / "data" / "dagster" / "storage").is_dir() == (instance_kind == "sqlite")
+    again = run_cli(["materialize"], env, tmp_path)
+    assert again.returncode == 0 and "nothing changed upstream, in the code or in the settings" in again.stdout, again.stdout
     with dg.DagsterInstance.from_config(str(instance_kind_home)) as instance:
-        assert [r.dagster_run.status for r in instance.get_run_records()] == [dg.DagsterRunStatus.SUCCESS]
+        assert [r.dagster_run.status for r in instance.get_run_records()] == [dg.DagsterRunStatus.SUCCESS] * 2
     run_id = pl.read_parquet(tmp_path / "w" / "runs.parquet")["run_id"][0]
     shown = run_cli(["show-run", run_id], env, tmp_path)
     document = json.loads(shown.stdout)

@@ -77,7 +77,7 @@ def test_the_default_source_reads_both_streams_of_upstream():
 
 def test_materialize_holds_both_streams_and_a_no_change_run_writes_nothing(upstream_bundle: Path, tmp_path: Path, monkeypatch):
     import dagster as dg
-    from test_materialize import exported_files, load_defs, metadata_of, staged
+    from test_materialize import NOTHING_CHANGED, exported_files, load_defs, materialized, metadata_of, staged
 
     from pipelines.orchestration.materialize import ingest
 
@@ -98,7 +98,7 @@ def test_materialize_holds_both_streams_and_a_no_change_run_writes_nothing(upstr
 
         again = ingest(definitions, instance)
         assert again.success and staged(again) == {}
-        assert metadata_of(again, "runs")["rewritten"].value is False
+        assert materialized(again) == NOTHING_CHANGED
         assert ((warehouse / "warehouse.duckdb").stat().st_ino, (warehouse / "warehouse.duckdb").stat().st_mtime_ns) == (
             database.st_ino,
             database.st_mtime_ns,

@@ -22,7 +22,7 @@ def ingest_request(
 ) -> tuple[dg.RunRequest, IngestPlan]:
     """The one run that brings the warehouse up to `listing`: the partitions to stage as a range (or
     none), with everything downstream."""
-    plan = plan_ingest(instance, Path(warehouse.warehouse_dir), listing)
+    plan = plan_ingest(instance, Path(warehouse.warehouse_dir), listing, warehouse.baselines)
     selection = plan.asset_selection(all_asset_keys(repository))
     tags = {**plan.range_tags, "upstream/new_snapshots": str(len(plan.new_keys))}
     return dg.RunRequest(partition_key=plan.partition_key, tags=tags, asset_selection=selection), plan
