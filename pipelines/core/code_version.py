@@ -13,18 +13,18 @@ The same import graph is what `tests/core/test_layers.py` checks the layers agai
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from pipelines.core import sql_files
+from pipelines.storage import store
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -113,14 +113,8 @@ def _save_disk(keep: Iterable[str]) -> None:
         return
     cached.changed.clear()
     kept = {path: cached.entries[path] for path in keep if path in cached.entries}
-    try:
-        DISK_CACHE.parent.mkdir(exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=DISK_CACHE.parent, suffix=".tmp", delete=False, encoding="utf-8") as out:
-            json.dump(kept, out)
-        os.chmod(out.name, 0o644)  # as readable as the bytecode beside it
-        os.replace(out.name, DISK_CACHE)
-    except OSError:
-        return
+    with contextlib.suppress(OSError):
+        store.write_bytes_atomic(DISK_CACHE, json.dumps(kept).encode())
 
 
 @functools.lru_cache(maxsize=1024)
