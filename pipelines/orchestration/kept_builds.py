@@ -29,10 +29,7 @@ def kept_data_versions(warehouse: Path, listing: Listing | None, baselines: Sequ
     tables = tables_build.kept_build(warehouse, listing)
     if tables is None:
         return None
-    database = database_publish.kept_build(warehouse, baselines)
-    if database is None:
-        return None
-    versions = {name: tables.key for name in stages.stage(layout.TABLES_STAGE).outputs} | dict(database.result["statistics"])
+    versions = {name: tables.key for name in stages.stage(layout.TABLES_STAGE).outputs}
     for name in EXPORT_STAGES:
         export = export_builds.kept_build(warehouse, export_builds.Export(name))
         if export is None:
@@ -40,4 +37,7 @@ def kept_data_versions(warehouse: Path, listing: Listing | None, baselines: Sequ
         versions |= {asset: export.key for asset in stages.stage(name).outputs}
     if report_build.is_stale(warehouse):
         return None
-    return versions | {asset: report_build.report_key(warehouse) for asset in stages.stage(layout.REPORT_STAGE).outputs}
+    versions |= {asset: report_build.report_key(warehouse) for asset in stages.stage(layout.REPORT_STAGE).outputs}
+    # Last: keeping warehouse.duckdb reads it whole for its sha256, which the statistics step would read again.
+    database = database_publish.kept_build(warehouse, baselines)
+    return None if database is None else versions | dict(database.result["statistics"])
