@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -20,14 +21,21 @@ def canonical_json(value: Any) -> str:
 
 def digest(value: Any) -> str:
     """Lowercase hex sha256 of the canonical JSON of `value`."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    return digest_of_canonical(canonical_json(value))
+
+
+def digest_of_canonical(text: str) -> str:
+    """`digest` of the value whose canonical JSON is `text`, for a caller that has encoded it already."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def slug(text: str) -> str:
     return _NON_SLUG.sub("-", text.lower()).strip("-")
 
 
+@functools.lru_cache(maxsize=4096)
 def slug_keep_underscore(text: str) -> str:
+    # Cached: a workload's parameter names and most of its values repeat across thousands of distinct workloads.
     return _NON_SLUG_KEEP_UNDERSCORE.sub("-", text.lower()).strip("-")
 
 

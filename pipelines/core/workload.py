@@ -6,13 +6,14 @@ normalizer calls it once per distinct triple, never once per row.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.core.canonical import canonical_json, digest, slug_keep_underscore
+from pipelines.core.canonical import canonical_json, digest_of_canonical, slug_keep_underscore
 
 DROPPED_KEYS = frozenset({"mode", "sweep_dim"})
 
@@ -140,8 +141,22 @@ def kernel_parameter(parameter: str) -> dict[str, Any]:
 
 
 def workload_params(config: dict[str, Any], x_name: str, x_value: str, parameter: str = "") -> dict[str, Any]:
-    kept = {k: v for k, v in config.items() if k not in DROPPED_KEYS and v is not None}
-    params = rename_aliases(kept)
+    return _with_axes(_config_params(config), x_name, x_value, parameter)
+
+
+def _config_params(config: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a config gives, before the x axis and the kernel's parameter are added."""
+    return rename_aliases({k: v for k, v in config.items() if k not in DROPPED_KEYS and v is not None})
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_config_params(config_text: str | None) -> dict[str, Any]:
+    # Cached per config text: a config is swept over many x values and kernels, each a workload of its own
+    # (upstream's files and the synthetic ones hold about five workloads per config). Callers copy it.
+    return _config_params(parse_config(config_text))
+
+
+def _with_axes(params: dict[str, Any], x_name: str, x_value: str, parameter: str) -> dict[str, Any]:
     params.update(kernel_parameter(parameter))
     params[canonical_key(x_name)] = typed_x_value(x_value)
     if "dtype" in params:
@@ -150,7 +165,9 @@ def workload_params(config: dict[str, Any], x_name: str, x_value: str, parameter
 
 
 def _slug_value(value: Any) -> str:
-    return slug_keep_underscore(value if isinstance(value, str) else canonical_json(value))
+    # An int's canonical JSON is its decimal text (not a bool's: `type`, not isinstance); the normalizer slugs
+    # tens of thousands of them per million rows, and json.dumps costs several times str().
+    return slug_keep_underscore(value if isinstance(value, str) else str(value) if type(value) is int else canonical_json(value))
 
 
 def workload_slug(params: dict[str, Any]) -> str:
@@ -163,9 +180,9 @@ def workload_slug(params: dict[str, Any]) -> str:
 def build_workload(config_text: str | None, x_name: str, x_value: str, parameter: str = "") -> Workload:
     """Raises ConfigError when the config is not a JSON object. `parameter` is the one a kernel name carried
     (split_kernel)."""
-    params = workload_params(parse_config(config_text), x_name, x_value, parameter)
+    params = _with_axes(dict(_parsed_config_params(config_text)), x_name, x_value, parameter)
     try:
         canonical = canonical_json(params)
     except ValueError:
         raise ConfigError("extra_benchmark_config_str holds a number too large for JSON") from None
-    return Workload(params=params, canonical=canonical, slug=workload_slug(params), digest=digest(params))
+    return Workload(params=params, canonical=canonical, slug=workload_slug(params), digest=digest_of_canonical(canonical))

@@ -105,6 +105,22 @@ def test_workload_slug_keeps_underscores_and_slugs_values():
     assert workload.slug == "biastrue-eps1e-06-hidden8-hidden_actgelu_pytorch_tanh"
 
 
+def test_workloads_of_one_config_do_not_share_their_axes():
+    # The parsed config is kept per text: a workload must not see the x axis, kernel parameter or dtype of another.
+    config = '{"T": 1024, "dtype": "torch.bfloat16", "flags": [1, 2]}'
+    first = build_workload(config, "B", "4", "beta=False")
+    second = build_workload(config, "V", "32000")
+    assert first.params == {"seq": 1024, "dtype": "bf16", "flags": [1, 2], "beta": False, "batch": 4}
+    assert second.params == {"seq": 1024, "dtype": "bf16", "flags": [1, 2], "vocab": 32000}
+    assert build_workload(config, "B", "4", "beta=False") == first
+    assert workload_params({"T": 1024, "bsz": None}, "H", "2.5") == {"seq": 1024, "hidden": 2.5}
+
+
+def test_an_int_value_slugs_as_its_json_and_a_bool_as_json_too():
+    workload = build_workload('{"n": -3, "flag": false, "big": 12345678901234567890}', "H", "1")
+    assert workload.slug == "big12345678901234567890-flagfalse-hidden1-n3"
+
+
 def test_workload_without_parameters_is_default():
     from pipelines.core.workload import workload_slug
 

@@ -4,7 +4,7 @@ config, GPU, benchmark and implementation that DistinctCache keeps."""
 from __future__ import annotations
 
 from pipelines.core import catalog, documents
-from pipelines.core.canonical import benchmark_name, canonical_json, digest
+from pipelines.core.canonical import benchmark_name, canonical_json, digest, digest_of_canonical
 from pipelines.core.workload import ConfigError, build_workload, canonical_key
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -32,7 +32,8 @@ def workload_fields(config: str, x_name: str, x_value: str, parameter: str = "")
         return (None,) * 6 + (str(exc),)
     x_key = canonical_key(x_name)
     sweep = {k: v for k, v in workload.params.items() if k != x_key}
-    return (workload.canonical, workload.slug, workload.digest, x_key, canonical_json(sweep), digest(sweep), None)
+    sweep_json = canonical_json(sweep)
+    return (workload.canonical, workload.slug, workload.digest, x_key, sweep_json, digest_of_canonical(sweep_json), None)
 
 
 def benchmark_fields(kernel: str, provider: str, pass_: str, metric: str) -> tuple[str, ...]:
