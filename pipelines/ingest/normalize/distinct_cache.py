@@ -57,13 +57,15 @@ class Lookup:
         # Joined first and computed only for the keys that found no answer: once the cache knows a
         # snapshot's values, a chunk's keys are hashed once, by the join, not also to find the new ones.
         joined = self._join(frame)
-        new = joined.filter(pl.col(KNOWN_ROW).is_null()).select(self.keys).unique()
+        unanswered = joined[KNOWN_ROW].is_null()
+        new = joined.filter(unanswered).select(self.keys).unique()
         if new.height:
             # Copied out as Python values: polars' string views would otherwise keep every chunk's
             # whole text buffers alive for as long as the cache, so memory would grow with the rows.
             new = pl.DataFrame(new.to_dict(as_series=False), schema=new.schema)
-            self.known = pl.concat([self.known, self.compute(new).select(self.known.columns)], rechunk=True)
-            joined = self._join(frame)
+            added = self.compute(new).select(self.known.columns).with_row_index(KNOWN_ROW, offset=self.known.height)
+            self.known = pl.concat([self.known, added.drop(KNOWN_ROW)], rechunk=True)
+            joined = self._fill(joined, unanswered, added)
         if self.track:
             self.used.update(joined[KNOWN_ROW].unique().to_list())
         return joined.drop(KNOWN_ROW)
@@ -71,6 +73,14 @@ class Lookup:
     def _join(self, frame: pl.DataFrame) -> pl.DataFrame:
         known = self.known.with_row_index(KNOWN_ROW)
         return frame.join(known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
+
+    def _fill(self, joined: pl.DataFrame, unanswered: pl.Series, added: pl.DataFrame) -> pl.DataFrame:
+        """`joined` with the rows that found no answer given theirs from `added` (the answers just computed, with
+        their rows in `known`): only those rows are joined again, and their answers put in place."""
+        rows = unanswered.arg_true()
+        found = joined[rows].select(self.keys).join(added, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
+        answers = [c for c in added.columns if c not in self.keys]
+        return joined.with_columns(joined[c].scatter(rows, found[c]) for c in answers)
 
     def used_answers(self) -> pl.DataFrame:
         """The keys and answers asked for since `used` was cleared."""
