@@ -26,13 +26,21 @@ KERNEL_PARAMETER = "_kernel_parameter"
 def split_kernel_names(frame: pl.DataFrame, raw: str) -> pl.DataFrame:
     """`frame` with the kernel of its kernel names in `kernel` and their parameter in KERNEL_PARAMETER
     (pipelines.core.workload.split_kernel, as polars expressions)."""
+    # Split once per distinct name (a file names a few dozen kernels) and mapped back to the rows: the regular
+    # expression over every row cost more than the rest of the mapping.
+    names = frame.get_column(raw).drop_nulls().unique()
     parts = pl.col(raw).str.extract_groups(workload.KERNEL_PARAMETER)
-    return frame.with_columns(
+    split = names.to_frame(raw).select(
         pl.coalesce(parts.struct.field("1"), pl.col(raw)).alias("kernel"),
         pl.when(parts.struct.field("1").is_not_null())
         .then(pl.format("{}={}", parts.struct.field("2"), parts.struct.field("3")))
         .otherwise(pl.lit(""))
         .alias(KERNEL_PARAMETER),
+    )
+    # A missing name is no kernel, with no parameter ("").
+    return frame.with_columns(
+        pl.col(raw).replace_strict(names, split["kernel"], return_dtype=pl.String).alias("kernel"),
+        pl.col(raw).replace_strict(names, split[KERNEL_PARAMETER], return_dtype=pl.String).fill_null("").alias(KERNEL_PARAMETER),
     )
 
 
