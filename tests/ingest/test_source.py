@@ -100,6 +100,18 @@ def test_plain_csv_file_is_one_snapshot_per_content(tmp_path):
     assert second.snapshot_id.startswith(second.content_sha256[:12])
 
 
+def test_a_csv_file_is_kept_as_one_copy_named_by_the_hash_of_what_was_copied(tmp_path):
+    path = tmp_path / "bench.csv"
+    path.write_text(liger_csv(liger_row()))
+    source = open_source(str(path), tmp_path / "cache", "main", FILE_GLOB)
+    for rows in ((liger_row(),), (liger_row(),), (liger_row(), liger_row(x_value="9"))):
+        path.write_text(liger_csv(*rows))
+        source.sync()  # the first sync copies it, the second finds its copy, the third copies the new content
+        (copy,) = (tmp_path / "cache").glob("csv-*/*.csv")
+        assert copy.read_bytes() == path.read_bytes()
+        assert copy.stem == hashlib.sha256(path.read_bytes()).hexdigest() == source.listing().snapshots[0].content_sha256
+
+
 def test_csv_over_http(tmp_path):
     (tmp_path / "all.csv").write_text(liger_csv(liger_row()))
 

@@ -53,6 +53,9 @@ class CsvSource:
                 stale.unlink(missing_ok=True)  # left by a killed download or copy
             if self.is_url:
                 sha = self._download()
+            elif not any(self.folder.glob(f"*{_COPY_SUFFIX}")):
+                # No copy kept yet (a first sync): none can be this content's, so the file is hashed once, as it is copied.
+                sha = self._store(self._read_local)
             else:
                 sha = self._hash_file()
                 if not self._copy(sha).is_file():
