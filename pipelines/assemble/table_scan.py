@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
@@ -117,6 +116,10 @@ def missing_ids(path: Path, column: str, reference: Path, reference_column: str)
 def duckdb_count(sql: str, files: dict[str, Path]) -> list[tuple]:
     """Rows of `sql` over Parquet files named as views (`files`), in DuckDB within FALLBACK_MEMORY, spilling to a
     scratch folder that is gone afterwards."""
+    # Imported here: a build whose files are in order (every build the assembly writes) never needs DuckDB, and the
+    # import is a tenth of a second of every normalization.
+    import duckdb
+
     with tempfile.TemporaryDirectory(prefix="liger-check-") as scratch:
         config = {"memory_limit": FALLBACK_MEMORY, "temp_directory": scratch, "threads": 2}
         with duckdb.connect(config=config) as con:
