@@ -133,20 +133,15 @@ def write_ndjson_digested(
     digests = run_digests(runs, measurements, code)
     kept_lines = _kept_lines(kept, digests)
     changed = runs.filter(pl.Series([line is None for line in kept_lines], dtype=pl.Boolean))
-    made = iter(
-        _line(doc)
-        for doc in run_documents(changed, measurements.join(changed.select("run_id"), on="run_id", how="semi"))
-    )
+    made = iter(_line(doc) for doc in run_documents(changed, measurements.join(changed.select("run_id"), on="run_id", how="semi")))
     run_lines = [line if line is not None else next(made) for line in kept_lines]
     lines_by_file = {
         layout.document_file("runs"): run_lines,
         layout.document_file("protocols"): [
-            _line(documents.protocol_document(r))
-            for r in _read(warehouse, "protocols").iter_rows(named=True)
+            _line(documents.protocol_document(r)) for r in _read(warehouse, "protocols").iter_rows(named=True)
         ],
         layout.document_file("environments"): [
-            _line(documents.environment_document(r))
-            for r in _read(warehouse, "environments").iter_rows(named=True)
+            _line(documents.environment_document(r)) for r in _read(warehouse, "environments").iter_rows(named=True)
         ],
     }
     counts = {}
