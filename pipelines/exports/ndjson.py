@@ -15,8 +15,9 @@ from pipelines.core import documents, layout
 from pipelines.storage import store
 
 # A document's line: what json.dumps(doc, ensure_ascii=False, sort_keys=True) writes, by one encoder for every line
-# rather than a new one per line as json.dumps makes.
-_line = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+# rather than a new one per line as json.dumps makes, and without its check for containers that hold themselves (a
+# document is a tree made afresh for its line, so it has none and the bytes are the same).
+_line = json.JSONEncoder(ensure_ascii=False, sort_keys=True, check_circular=False).encode
 
 
 def _read(warehouse: Path, name: str) -> pl.DataFrame:
