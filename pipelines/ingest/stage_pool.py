@@ -48,6 +48,7 @@ def stage_all(warehouse: Path, settings: Settings, jobs: list[tuple[SnapshotRef,
             if warm is not None and done == 1 + SAMPLE and workers > 1 and rest >= PARALLEL_FROM:
                 pace = (time.perf_counter() - warm) / SAMPLE
                 if pace * rest > settings.staging_parallel_after_s:
+                    reading = data = None  # the workers read their own files: none is held here meanwhile
                     yield from _on_workers(warehouse, settings, jobs[done:], workers)
                     return
             data = reading.result()
