@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from pipelines.core.canonical import prefixed, slug
@@ -91,43 +93,70 @@ def observed_at_text(observed_at: datetime) -> str:
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
-def run_document(run: dict[str, Any], measurements: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run in the seed's shape, from a `runs` row and its `measurements` rows."""
-    metric = run["metric"]
-    canonical_metric, unit, native_prefix, block, block_key = METRICS.get(
-        metric, (metric, run["unit"], slug(run["raw_unit"] or metric).replace("-", "_"), metric, "value")
-    )
-    integral = metric in METRICS
-    spec: dict[str, Any] = {"status": run["status"]}
-    if run["status"] == "passed":
-        spec[block] = {block_key: {"median": _number(run["value"], integral)}, "primaryStatistic": "median"}
-        if metric not in METRICS:
-            spec[block]["unit"] = run["unit"]
-    spec["observedAt"] = observed_at_text(run["observed_at"])
-    spec["measurements"] = [
-        {"unit": m["unit"], "value": _number(m["value"], integral), "metric": m["metric"], "statistic": m["statistic"]}
-        for m in sorted(measurements, key=lambda m: m["statistic"])
-        if m["statistic"] != "p50"
-    ]
-    spec["sourceNative"] = {
-        "source": SOURCE_NAME,
-        "metrics": {f"{native_prefix}_{q}": run[f"raw_p{q}"] for q in ("20", "50", "80")},
-        "benchmark": run["benchmark"],
-        "externalId": run["run_id"],
-    }
-    for key, column in (
-        ("protocolDigest", "protocol_digest"),
-        ("workloadDigest", "workload_digest"),
-        ("environmentDigest", "environment_digest"),
-        ("implementationDigest", "implementation_digest"),
-    ):
-        spec[key] = prefixed(run[column])
-    return {
-        "kind": "BenchmarkRun",
-        "spec": spec,
-        "metadata": {"name": run["name"], "title": run["title"], "labels": {"liger_version": run["liger_version"]}},
-        "apiVersion": API_VERSION,
-    }
+# The runs columns a run's document is made of.
+RUN_COLUMNS = (
+    "run_id",
+    "name",
+    "title",
+    "benchmark",
+    "metric",
+    "status",
+    "liger_version",
+    "value",
+    "unit",
+    "raw_unit",
+    "raw_p20",
+    "raw_p50",
+    "raw_p80",
+    "protocol_digest",
+    "workload_digest",
+    "environment_digest",
+    "implementation_digest",
+)
+# The spec's digest keys, of RUN_COLUMNS' last four columns in their order.
+DIGEST_KEYS = ("protocolDigest", "workloadDigest", "environmentDigest", "implementationDigest")
+# One measurement as run_documents takes it: (unit, value, metric, statistic).
+Measurement = tuple[str, float | None, str, str]
+
+
+def run_documents(
+    runs: Mapping[str, Sequence[Any]], observed_at: Sequence[str], measured: Sequence[int], measurements: Iterable[Measurement]
+) -> Iterator[dict[str, Any]]:
+    """Each run in the seed's shape, from the `runs` columns RUN_COLUMNS (one list per column, a run per position), its
+    `observed_at_text`, and how many of `measurements` are its own: those other than the median (p50, which is the
+    run's value), each run's in a row in the runs' order and by statistic. Column-wise, since upstream's history alone
+    has 90,207 runs."""
+    columns = [runs[column] for column in RUN_COLUMNS]
+    measurements = iter(measurements)
+    for row, observed, count in zip(zip(*columns, strict=True), observed_at, measured, strict=True):
+        (run_id, name, title, benchmark, metric, status, liger_version, value, unit, raw_unit, p20, p50, p80, *digests) = row
+        known = METRICS.get(metric)
+        integral = known is not None
+        _, _, native_prefix, block, block_key = known or (metric, unit, slug(raw_unit or metric).replace("-", "_"), metric, "value")
+        spec: dict[str, Any] = {"status": status}
+        if status == "passed":
+            spec[block] = {block_key: {"median": _number(value, integral)}, "primaryStatistic": "median"}
+            if not integral:
+                spec[block]["unit"] = unit
+        spec["observedAt"] = observed
+        spec["measurements"] = [
+            {"unit": m_unit, "value": _number(m_value, integral), "metric": m_metric, "statistic": m_statistic}
+            for m_unit, m_value, m_metric, m_statistic in islice(measurements, count)
+        ]
+        spec["sourceNative"] = {
+            "source": SOURCE_NAME,
+            "metrics": {f"{native_prefix}_20": p20, f"{native_prefix}_50": p50, f"{native_prefix}_80": p80},
+            "benchmark": benchmark,
+            "externalId": run_id,
+        }
+        for key, digest in zip(DIGEST_KEYS, digests, strict=True):
+            spec[key] = prefixed(digest)
+        yield {
+            "kind": "BenchmarkRun",
+            "spec": spec,
+            "metadata": {"name": name, "title": title, "labels": {"liger_version": liger_version}},
+            "apiVersion": API_VERSION,
+        }
 
 
 def _named_document(kind: str, row: dict[str, Any]) -> dict[str, Any]:

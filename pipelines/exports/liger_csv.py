@@ -43,7 +43,7 @@ import polars as pl
 from pipelines.core import display
 from pipelines.core.layout import Layout
 from pipelines.core.schemas import AS_WRITTEN
-from pipelines.ingest.parse import UTF8_BOM, render
+from pipelines.ingest.parse import UTF8_BOM, render, render_all
 from pipelines.storage import store
 
 LATEST = "latest"
@@ -179,15 +179,15 @@ def snapshot_inputs(warehouse: Path, snapshots: list[Snapshot]) -> dict[str, Inp
     return {key: Inputs(each_placed.get((key,), none_placed), each_quarantined.get((key,), none_quarantined)) for key in ids}
 
 
-def _y_field(row: dict, column: str) -> float | str:
+def _y_values(placed: pl.DataFrame, column: str) -> list[float | str | None]:
+    """A y column: the measurement's number (passed runs), else the run's raw_p*; its text as written where that
+    reads as the number or there is no number."""
     stat = STATISTICS[column]
-    number = row.get(f"measured_{stat}")
-    if number is None:
-        number = row[f"raw_{stat}"]
-    text = row[f"raw_{column}"]
-    if number is None or (text is not None and _reads_as(text, number)):
-        return text
-    return number
+    raw = pl.col(f"raw_{stat}")
+    measured = f"measured_{stat}"
+    numbers = placed.select(pl.coalesce(measured, raw) if measured in placed.columns else raw).to_series().to_list()
+    texts = placed[f"raw_{column}"].to_list()
+    return [text if number is None or (text is not None and _reads_as(text, number)) else number for text, number in zip(texts, numbers)]
 
 
 def _reads_as(text: str, number: float) -> bool:
@@ -197,17 +197,22 @@ def _reads_as(text: str, number: float) -> bool:
         return False
 
 
-def _fields(row: dict, header: tuple[str, ...]) -> list[float | str | None]:
-    extra = json.loads(row["extra_columns"]) if row["extra_columns"] else {}
-    fields: list[float | str | None] = []
+def _records(placed: pl.DataFrame, header: tuple[str, ...]) -> list[str]:
+    """Each placed run's record text, in the order of `placed`: the header's fields made a column at a time."""
+    if not header:
+        return render_all([()] * placed.height)
+    extras: list[dict] | None = None
+    columns: list[list] = []
     for column in header:
         if column in STATISTICS:
-            fields.append(_y_field(row, column))
+            columns.append(_y_values(placed, column))
         elif column in TEXT_FIELDS:
-            fields.append(row[TEXT_FIELDS[column]])
+            columns.append(placed[TEXT_FIELDS[column]].to_list())
         else:
-            fields.append(extra.get(column))
-    return fields
+            if extras is None:
+                extras = [json.loads(extra) if extra else {} for extra in placed["extra_columns"].to_list()]
+            columns.append([extra.get(column) for extra in extras])
+    return render_all(zip(*columns, strict=True))
 
 
 def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True, inputs: Inputs | None = None) -> bytes:
@@ -219,11 +224,8 @@ def rebuild(warehouse: Path, snapshot: Snapshot, verify: bool = True, inputs: In
     if layout.get("inexact") and verify:
         raise NotExact(f"snapshot {snapshot.snapshot_id} cannot be rebuilt byte for byte: {layout['inexact']}")
     inputs = inputs or snapshot_inputs(warehouse, [snapshot])[snapshot.snapshot_id]
-    lines: dict[int, str] = {}
-    placed = 0
-    for row in inputs.placed.iter_rows(named=True):
-        lines[row["row_number"]] = render(_fields(row, snapshot.header))
-        placed += 1
+    lines = dict(zip(inputs.placed["row_number"].to_list(), _records(inputs.placed, snapshot.header), strict=True))
+    placed = inputs.placed.height
     for row_number, raw in inputs.quarantined.iter_rows():
         lines[row_number] = raw
         placed += 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,17 +14,43 @@ import polars as pl
 from pipelines.core import documents, layout
 from pipelines.storage import store
 
+# A document's line: what json.dumps(doc, ensure_ascii=False, sort_keys=True) writes, by one encoder for every line
+# rather than a new one per line as json.dumps makes, and without its check for containers that hold themselves (a
+# document is a tree made afresh for its line, so it has none and the bytes are the same).
+_line = json.JSONEncoder(ensure_ascii=False, sort_keys=True, check_circular=False).encode
+
 
 def _read(warehouse: Path, name: str) -> pl.DataFrame:
     return pl.read_parquet(layout.Layout(warehouse).table(name))
 
 
+# A measurement's fields in the order documents.run_documents takes them.
+MEASUREMENT_FIELDS = ("unit", "value", "metric", "statistic")
+
+
 def run_documents(runs: pl.DataFrame, measurements: pl.DataFrame) -> Iterator[dict[str, Any]]:
-    by_run: dict[str, list[dict]] = {}
-    for m in measurements.iter_rows(named=True):
-        by_run.setdefault(m["run_id"], []).append(m)
-    for run in runs.iter_rows(named=True):
-        yield documents.run_document(run, by_run.get(run["run_id"], []))
+    """The document of each run of `runs` (in its order) with its rows of `measurements`: the columns handed over
+    whole, each observed_at's text made once per distinct time, the measurements put in order by polars."""
+    at = runs.select("run_id").with_row_index("at")
+    measured = (
+        measurements.filter(pl.col("statistic").ne_missing("p50"))
+        .join(at, on="run_id")
+        .sort("at", "statistic", maintain_order=True)
+        .select(*MEASUREMENT_FIELDS, "at")
+    )
+    counts = at.join(measured.group_by("at").len(), on="at", how="left", maintain_order="left")["len"].fill_null(0)
+    observed = _per_distinct(runs["observed_at"], documents.observed_at_text)
+    columns = {column: runs[column].to_list() for column in documents.RUN_COLUMNS}
+    each = zip(*(measured[field].to_list() for field in MEASUREMENT_FIELDS), strict=True)
+    yield from documents.run_documents(columns, observed, counts.to_list(), each)
+
+
+def _per_distinct(column: pl.Series, make: Callable[[Any], Any]) -> list[Any]:
+    """`make` of each value of `column`, called once per distinct value."""
+    keys = column.to_physical()
+    distinct = pl.DataFrame({"key": keys, "value": column}).unique("key")
+    made = dict(zip(distinct["key"].to_list(), map(make, distinct["value"].to_list()), strict=True))
+    return [made[key] for key in keys.to_list()]
 
 
 def show_run(warehouse: Path, run_id: str) -> dict[str, Any] | None:
@@ -37,7 +63,7 @@ def show_run(warehouse: Path, run_id: str) -> dict[str, Any] | None:
     protocol = _read(warehouse, "protocols").filter(pl.col("protocol_digest") == run["protocol_digest"]).row(0, named=True)
     environment = _read(warehouse, "environments").filter(pl.col("environment_digest") == run["environment_digest"]).row(0, named=True)
     return {
-        "run": documents.run_document(run, measured.to_dicts()),
+        "run": next(run_documents(runs, measured)),
         "protocol": documents.protocol_document(protocol),
         "environment": documents.environment_document(environment),
     }
@@ -108,20 +134,15 @@ def write_ndjson_digested(
     digests = run_digests(runs, measurements, code)
     kept_lines = _kept_lines(kept, digests)
     changed = runs.filter(pl.Series([line is None for line in kept_lines], dtype=pl.Boolean))
-    made = iter(
-        json.dumps(doc, ensure_ascii=False, sort_keys=True)
-        for doc in run_documents(changed, measurements.join(changed.select("run_id"), on="run_id", how="semi"))
-    )
+    made = iter(_line(doc) for doc in run_documents(changed, measurements.join(changed.select("run_id"), on="run_id", how="semi")))
     run_lines = [line if line is not None else next(made) for line in kept_lines]
     lines_by_file = {
         layout.document_file("runs"): run_lines,
         layout.document_file("protocols"): [
-            json.dumps(documents.protocol_document(r), ensure_ascii=False, sort_keys=True)
-            for r in _read(warehouse, "protocols").iter_rows(named=True)
+            _line(documents.protocol_document(r)) for r in _read(warehouse, "protocols").iter_rows(named=True)
         ],
         layout.document_file("environments"): [
-            json.dumps(documents.environment_document(r), ensure_ascii=False, sort_keys=True)
-            for r in _read(warehouse, "environments").iter_rows(named=True)
+            _line(documents.environment_document(r)) for r in _read(warehouse, "environments").iter_rows(named=True)
         ],
     }
     counts = {}

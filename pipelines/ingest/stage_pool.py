@@ -15,7 +15,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from pipelines.core import lifetime
@@ -39,16 +39,23 @@ def stage_all(warehouse: Path, settings: Settings, jobs: list[tuple[SnapshotRef,
     while the rest would take at most `settings.staging_parallel_after_s` at the pace so far, on `workers` processes from then on."""
     source, cache = source_of(settings), DistinctCache()
     warm = None
-    for done, (ref, seq) in enumerate(jobs):
-        rest = len(jobs) - done
-        if warm is not None and done == 1 + SAMPLE and workers > 1 and rest >= PARALLEL_FROM:
-            pace = (time.perf_counter() - warm) / SAMPLE
-            if pace * rest > settings.staging_parallel_after_s:
-                yield from _on_workers(warehouse, settings, jobs[done:], workers)
-                return
-        yield staging.stage_snapshot(warehouse, ref, source.read, cache, seq)
-        if done == 0:
-            warm = time.perf_counter()
+    # Each snapshot's file is read (a git process for a git source: 83 of them for upstream's history) while the one
+    # before it is staged, one file ahead. When the workers take over, the file read last is read again by its worker.
+    with ThreadPoolExecutor(1, thread_name_prefix="read-ahead") as reader:
+        reading = reader.submit(source.read, jobs[0][0]) if jobs else None
+        for done, (ref, seq) in enumerate(jobs):
+            rest = len(jobs) - done
+            if warm is not None and done == 1 + SAMPLE and workers > 1 and rest >= PARALLEL_FROM:
+                pace = (time.perf_counter() - warm) / SAMPLE
+                if pace * rest > settings.staging_parallel_after_s:
+                    reading = data = None  # the workers read their own files: none is held here meanwhile
+                    yield from _on_workers(warehouse, settings, jobs[done:], workers)
+                    return
+            data = reading.result()
+            reading = reader.submit(source.read, jobs[done + 1][0]) if rest > 1 else None
+            yield staging.stage_snapshot(warehouse, ref, lambda _, data=data: data, cache, seq)
+            if done == 0:
+                warm = time.perf_counter()
 
 
 def _on_workers(warehouse: Path, settings: Settings, jobs: list[tuple[SnapshotRef, int]], workers: int) -> Iterator[staging.SnapshotMeta]:

@@ -182,3 +182,10 @@ def test_a_meta_staged_before_layouts_loads_with_defaults():
     }
     loaded = staging.SnapshotMeta(**meta)
     assert (loaded.bom, loaded.line_end, loaded.final_newline, loaded.layout) == (False, "\r\n", True, {})
+
+
+def test_render_all_gives_each_record_the_text_render_gives_it():
+    """One writer for a whole snapshot: a field holding line breaks, quotes or commas, a lone empty field, None, a
+    float and no fields at all are each their own record's text."""
+    records = [["a", "b"], [None], [""], ["x,y", 'q"q', "line\nbreak", "cr\r", "crlf\r\n"], [1.5, None, "é"], [], ["", None]]
+    assert parse_layout.render_all(records) == [parse_layout.render(record) for record in records]

@@ -3,8 +3,8 @@ the layout that rebuilds the file byte for byte, and the lines of a file refused
 
 from pipelines.ingest.parse.fast import FastPathRefused
 from pipelines.ingest.parse.header import UTF8_BOM, NotLigerCsv, read_header
-from pipelines.ingest.parse.record_layout import RecordLayout, render
+from pipelines.ingest.parse.record_layout import RecordLayout, render, render_all
 from pipelines.ingest.parse.records import iter_records
 
 # What other stages may use (tests/core/test_layers.py holds every stage to its neighbours' __all__).
-__all__ = ["UTF8_BOM", "FastPathRefused", "NotLigerCsv", "RecordLayout", "iter_records", "read_header", "render"]
+__all__ = ["UTF8_BOM", "FastPathRefused", "NotLigerCsv", "RecordLayout", "iter_records", "read_header", "render", "render_all"]

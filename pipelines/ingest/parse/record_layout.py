@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 # Above this many rows written otherwise than Python's csv writer writes them, a layout keeps no more of them.
@@ -73,6 +74,19 @@ def render(fields: list[str] | tuple[str, ...]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\r\n").writerow(["" if f is None else f for f in fields])
     return buffer.getvalue().removesuffix("\r\n")
+
+
+def render_all(records: Iterable[Sequence[str | float | None]]) -> list[str]:
+    """`render` of each record, by one writer: it hands `write` each record's text whole, one call per record (and
+    writes None as the empty string, as `render` does)."""
+    texts: list[str] = []
+    csv.writer(_Appender(texts.append), lineterminator="\r\n").writerows(records)
+    return [text.removesuffix("\r\n") for text in texts]
+
+
+@dataclass(frozen=True)
+class _Appender:
+    write: Callable[[str], None]
 
 
 def has_surrogate(text: str) -> bool:
