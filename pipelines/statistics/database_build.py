@@ -87,17 +87,26 @@ def _build_config(spill: Path) -> dict[str, str]:
 
 
 def _comment(con: duckdb.DuckDBPyConnection) -> None:
-    """Every table's, view's and column's description as its comment, which a SQL client shows."""
+    """Every table's, view's and column's description as its comment, which a SQL client shows.
+
+    All in one transaction: each of the few hundred comments committed on its own cost 0.6-1 s of a small
+    warehouse's build, together about 0.1 s.
+    """
     kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'").fetchall())
+    columns = con.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'").fetchall()
+    statements = []
     for name, kind in kinds.items():
-        noun = "VIEW" if kind == "VIEW" else "TABLE"
         text = table_description(name)
         if text:
-            con.execute(f'COMMENT ON {noun} "{name}" IS {_literal(text)}')
-        for (column,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall():
-            text = column_docs.column_description(name, column)
-            if text:
-                con.execute(f'COMMENT ON COLUMN "{name}"."{column}" IS {_literal(text)}')
+            statements.append(f'COMMENT ON {"VIEW" if kind == "VIEW" else "TABLE"} "{name}" IS {_literal(text)}')
+    for name, column in columns:
+        text = column_docs.column_description(name, column)
+        if text:
+            statements.append(f'COMMENT ON COLUMN "{name}"."{column}" IS {_literal(text)}')
+    con.execute("BEGIN TRANSACTION")
+    for statement in statements:
+        con.execute(statement)
+    con.execute("COMMIT")
 
 
 def table_description(name: str) -> str | None:
