@@ -25,7 +25,7 @@ import duckdb
 
 from pipelines.core import column_docs, sql_files
 from pipelines.core.layout import Layout
-from pipelines.series import series_tables
+from pipelines.series import change_points, series_tables
 from pipelines.statistics.db import INTERMEDIATES, SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, statistic_sql
 from pipelines.storage import store
 
@@ -45,14 +45,18 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
     together, and their `store.sweep` deletes temporary files such as this build's.
     """
     target = Layout(warehouse_dir).database if target is None else target
+    reuse = reuse or Reuse()
     # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
     temporary = store.temp_path(target)
     # Where DuckDB spills what does not fit in MEMORY_LIMIT; the same prefix, so it is swept too.
     spill = temporary.with_name(temporary.name + ".tmp")
     try:
         with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
+            if not reuse.copied() >= set(SERIES_STATISTICS):
+                # Beside the tables' load, which runs in DuckDB's threads: the series step needs it next.
+                change_points.import_segmenter_in_background()
             _load_tables(con, Path(warehouse_dir))
-            _create_statistics(con, baselines, reuse or Reuse())
+            _create_statistics(con, baselines, reuse)
             _comment(con)
             counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
             con.execute("CHECKPOINT")
