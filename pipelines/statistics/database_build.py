@@ -25,7 +25,7 @@ import duckdb
 
 from pipelines.core import column_docs, sql_files
 from pipelines.core.layout import Layout
-from pipelines.series import change_points, series_tables
+from pipelines.series import series_tables
 from pipelines.statistics.db import INTERMEDIATES, SERIES_STATISTICS, STATISTICS, TABLES, VIEWS, WarehouseMissing, statistic_sql
 from pipelines.storage import store
 
@@ -54,7 +54,7 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
         with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
             if not reuse.copied() >= set(SERIES_STATISTICS):
                 # Beside the tables' load, which runs in DuckDB's threads: the series step needs it next.
-                change_points.import_segmenter_in_background()
+                series_tables.warm_up()
             _load_tables(con, Path(warehouse_dir))
             _create_statistics(con, baselines, reuse)
             _comment(con)
