@@ -36,7 +36,10 @@ so a step that passed the tests above on a noise estimated too small still shows
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
@@ -129,6 +132,15 @@ def detect_runs(values: Sequence[float], commits: Sequence[object], noise: float
             )
         )
     return runs
+
+
+def import_segmenter_in_background() -> None:
+    """Start importing ruptures on a thread of its own, for a caller whose next work does not hold the GIL (DuckDB
+    loading the tables): the import takes about a second (ruptures imports every cost it has, scipy.stats and
+    scipy.spatial with them), a small warehouse's whole series step. `ruptures_segments`' own import then waits for
+    this one (Python's lock per module) rather than starting it."""
+    if "ruptures" not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=("ruptures",), name="import ruptures", daemon=True).start()
 
 
 def ruptures_segments(scaled: np.ndarray, penalty_per_log_n: float = PENALTY_PER_LOG_N) -> list[int]:

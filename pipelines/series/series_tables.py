@@ -251,6 +251,12 @@ def _reference(provider: str, backend: str, group: dict[tuple[str, str], int], b
     return group[(witness, chosen)]
 
 
+def warm_up() -> None:
+    """Start loading, on a thread of its own, what `build` needs that is slow to import (ruptures, about a second):
+    for a caller whose work before `build` does not hold the GIL."""
+    detection.import_segmenter_in_background()
+
+
 def build(
     con: duckdb.DuckDBPyConnection,
     baselines: Sequence[str],

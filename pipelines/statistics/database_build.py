@@ -45,14 +45,18 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
     together, and their `store.sweep` deletes temporary files such as this build's.
     """
     target = Layout(warehouse_dir).database if target is None else target
+    reuse = reuse or Reuse()
     # store's temporary name, so a build killed midway leaves a file the next writer sweeps.
     temporary = store.temp_path(target)
     # Where DuckDB spills what does not fit in MEMORY_LIMIT; the same prefix, so it is swept too.
     spill = temporary.with_name(temporary.name + ".tmp")
     try:
         with duckdb.connect(str(temporary), config=_build_config(spill)) as con:
+            if not reuse.copied() >= set(SERIES_STATISTICS):
+                # Beside the tables' load, which runs in DuckDB's threads: the series step needs it next.
+                series_tables.warm_up()
             _load_tables(con, Path(warehouse_dir))
-            _create_statistics(con, baselines, reuse or Reuse())
+            _create_statistics(con, baselines, reuse)
             _comment(con)
             counts = {name: _row_count(con, name) for name in TABLES + STATISTICS}
             con.execute("CHECKPOINT")
@@ -87,17 +91,26 @@ def _build_config(spill: Path) -> dict[str, str]:
 
 
 def _comment(con: duckdb.DuckDBPyConnection) -> None:
-    """Every table's, view's and column's description as its comment, which a SQL client shows."""
+    """Every table's, view's and column's description as its comment, which a SQL client shows.
+
+    All in one transaction: each of the few hundred comments committed on its own cost 0.6-1 s of a small
+    warehouse's build, together about 0.1 s.
+    """
     kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'").fetchall())
+    columns = con.execute("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'").fetchall()
+    statements = []
     for name, kind in kinds.items():
-        noun = "VIEW" if kind == "VIEW" else "TABLE"
         text = table_description(name)
         if text:
-            con.execute(f'COMMENT ON {noun} "{name}" IS {_literal(text)}')
-        for (column,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall():
-            text = column_docs.column_description(name, column)
-            if text:
-                con.execute(f'COMMENT ON COLUMN "{name}"."{column}" IS {_literal(text)}')
+            statements.append(f'COMMENT ON {"VIEW" if kind == "VIEW" else "TABLE"} "{name}" IS {_literal(text)}')
+    for name, column in columns:
+        text = column_docs.column_description(name, column)
+        if text:
+            statements.append(f'COMMENT ON COLUMN "{name}"."{column}" IS {_literal(text)}')
+    con.execute("BEGIN TRANSACTION")
+    for statement in statements:
+        con.execute(statement)
+    con.execute("COMMIT")
 
 
 def table_description(name: str) -> str | None:

@@ -91,3 +91,11 @@ def test_reruns_are_one_point_and_a_recent_change_point_sets_the_level_compared_
     assert with_change.moved[0].ratios == [2.0] and with_change.moved[0].against == ["c2"]
     # A series of unknown noise says nothing.
     assert newest_changes(series, noise_of(series, 0.01).clear(), change, commit_label).moved == []
+
+
+def test_a_series_of_two_points_is_set_against_its_first_and_one_of_one_point_counts_nowhere():
+    two = [row for row in series_rows("liger", "w1", [1.0, 1.0, 1.0, 1.0, 2.0]) if row["benchmarked_commit"] in ("c3", "c4")]
+    one = [row for row in series_rows("liger", "w2", [1.0, 1.0, 1.0, 1.0, 2.0]) if row["benchmarked_commit"] == "c4"]
+    series = pl.DataFrame([*two, *one])
+    newest = newest_changes(series, noise_of(series, 0.002), no_change_points(), commit_label)
+    assert [(m.provider, m.ratios, m.workloads, m.against) for m in newest.moved] == [("liger", [0.5], 1, ["c3"])]

@@ -165,9 +165,8 @@ def _draw_panel(
             canvas.text(span[0], plot_top + 9 + 10 * levels.index(free), label, size=MARK_LABEL, color=color)
     for line in panel.lines:
         style = styles.get(line.implementation, Style("black"))
-        points = [(x(i), y(v)) for i, v in line.points if y.holds(v)]
-        canvas.line(points, style.color, extra=style.dash_attribute)
-        canvas.dots(points, style.color, size=4)
+        placed = ((i, y.at(v)) for i, v in line.points)
+        canvas.line_with_dots([(x(i), at) for i, at in placed if at is not None], style.color, size=4, extra=style.dash_attribute)
 
     canvas.rect(plot_left, plot_top, plot_right - plot_left, PLOT_HEIGHT, stroke=INK)
     for i in ticks:

@@ -26,6 +26,7 @@ from pipelines.exports.report.svg import Drawing
 MIN_COMMITS = 3
 PANELS = 4
 ChartKey = tuple[str, ...]  # GPU, pass, metric (and "rest" for the other workloads' picture)
+CHART = ("gpu_name", "pass", "metric")
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,19 @@ class HistoryChart:
     rest: Picture | None = None  # the other workloads' panels (every workload reachable, issue 31), None when none
 
 
-def _commits(rows: pl.DataFrame) -> list[tuple[str, str | None, Any]]:
-    """The chart's CI folders (commit, release, first run) in the order of their commit's place, then their first run."""
+def _commits(series: pl.DataFrame) -> dict[tuple[str, str, str], list[tuple[str, str | None, Any]]]:
+    """Per chart (GPU, pass, metric) of a kernel's series, its CI folders (commit, release, first run) in the order of
+    their commit's place, then their first run: one group_by for the kernel, where one per chart cost more than
+    reading their rows."""
     first = (
-        rows.group_by("benchmarked_commit", "release")
+        series.group_by(*CHART, "benchmarked_commit", "release")
         .agg(pl.col("commit_at").min(), pl.col("observed_at").min())
-        .sort("commit_at", "observed_at", "benchmarked_commit")
+        .sort(*CHART, "commit_at", "observed_at", "benchmarked_commit")
     )
-    return [(c, r, t) for c, r, _, t in first.iter_rows()]
+    folders: dict[tuple[str, str, str], list[tuple[str, str | None, Any]]] = {}
+    for gpu, pass_, metric, c, r, _, t in first.iter_rows():
+        folders.setdefault((gpu, pass_, metric), []).append((c, r, t))
+    return folders
 
 
 def _placed(marks: pl.DataFrame, at: dict[str, int], folders: list[tuple[str, str | None, Any]]) -> list[tuple[dict[str, Any], int, int]]:
@@ -97,13 +103,15 @@ def kernel_histories(
     charts: dict[str, list[HistoryChart]] = {}
     if not series.height:
         return charts
-    for (gpu, pass_, metric), rows in sorted(series.group_by("gpu_name", "pass", "metric"), key=lambda g: _chart_order(g[0])):
-        folders = _commits(rows)
+    folders_of = _commits(series)
+    changes_of = change_points.partition_by(*CHART, as_dict=True)
+    for (gpu, pass_, metric), rows in sorted(series.group_by(*CHART), key=lambda g: _chart_order(g[0])):
+        folders = folders_of[(gpu, pass_, metric)]
         if len(folders) < MIN_COMMITS:
             continue
         position = {(c, r): i for i, (c, r, _) in enumerate(folders)}
         at = {run: position[(c, r)] for run, c, r in rows.select("run_id", "benchmarked_commit", "release").iter_rows()}
-        drawn = change_points.filter((pl.col("gpu_name") == gpu) & (pl.col("pass") == pass_) & (pl.col("metric") == metric))
+        drawn = changes_of.get((gpu, pass_, metric), change_points.clear())
         if "below_min_effect" in drawn.columns:
             drawn = drawn.filter(~pl.col("below_min_effect").fill_null(False))
         placed = _placed(drawn, at, folders)

@@ -56,6 +56,8 @@ def text(value: Any) -> str:
     cut to `display.TEXT_MAX` characters, so a field of megabytes does not make a page of megabytes."""
     if type(value) is str:
         return _text_of(value)
+    if type(value) is float:
+        return plain(value)  # digits, sign, point, comma, e, inf or nan: nothing to escape, at most ~400 characters
     return escape(display.shorten(plain(value)))
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
@@ -88,13 +89,12 @@ def newest_changes(series: pl.DataFrame, noise: pl.DataFrame, change_points: pl.
     noises = {(g, p, b): n for g, p, b, n in noise.select(*SERIES, "noise").iter_rows()}
     recent = _newest_change_points(change_points)
     lines: dict[tuple, dict[str, Any]] = {}
-    for key, rows in points.group_by(*SERIES, maintain_order=True):
-        rows = rows.to_dicts()
-        if len(rows) < 2 or rows[-1]["benchmarked_commit"] != newest_commit:
+    for key, rows in _by_series(_newest_three(points)):
+        if rows[-1]["points"] < 2 or rows[-1]["benchmarked_commit"] != newest_commit:
             continue
         latest, previous = rows[-1], rows[-2]
         before, against = previous["value"], label(previous["benchmarked_commit"], previous["release"])
-        change = recent.get(tuple(key))
+        change = recent.get(key)
         if change is not None and len(rows) >= 3 and change["observed_at"] > rows[-3]["placed"]:
             before, against = change["before_value"], label(change["before_commit"], None)
         line = lines.setdefault(
@@ -102,7 +102,7 @@ def newest_changes(series: pl.DataFrame, noise: pl.DataFrame, change_points: pl.
             {"ratios": [], "workloads": 0, "against": set()},
         )
         line["workloads"] += 1
-        sigma = noises.get(tuple(key))
+        sigma = noises.get(key)
         if sigma is None or not (before and before > 0 and latest["value"] and latest["value"] > 0):
             continue
         ratio = before / latest["value"]
@@ -112,6 +112,31 @@ def newest_changes(series: pl.DataFrame, noise: pl.DataFrame, change_points: pl.
     moved = [Moved(*key, line["ratios"], line["workloads"], sorted(line["against"])) for key, line in lines.items() if line["ratios"]]
     moved.sort(key=lambda m: (not m.provider.startswith("liger"), -abs(math.log(m.largest)), m.kernel, m.gpu_name, m.pass_, m.metric))
     return Newest(label(newest_commit, newest["release"]), newest["observed_at"], moved)
+
+
+def _newest_three(points: pl.DataFrame) -> pl.DataFrame:
+    """Each series' three newest points of `points` (ordered by series, then placed), with its number of points:
+    all that is read of a series, where reading every point took most of the report's half second here."""
+    position = pl.int_range(pl.len()).over(*SERIES)
+    count = pl.len().over(*SERIES)
+    # Both unsigned: `count - 3` of a series of one or two points would wrap around.
+    return points.with_columns(count.alias("points")).filter(position + 3 >= count)
+
+
+def _by_series(points: pl.DataFrame) -> Iterator[tuple[tuple, list[dict[str, Any]]]]:
+    """Each series' key and rows of `points` (ordered by series): one pass over the rows, where a group_by gave a
+    frame per series (thousands of them) to read."""
+    key: tuple | None = None
+    rows: list[dict[str, Any]] = []
+    for row in points.iter_rows(named=True):
+        here = tuple(row[name] for name in SERIES)
+        if here != key:
+            if rows:
+                yield key, rows
+            key, rows = here, []
+        rows.append(row)
+    if rows:
+        yield key, rows
 
 
 def _newest_change_points(change_points: pl.DataFrame) -> dict[tuple, dict[str, Any]]:

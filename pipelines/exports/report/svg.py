@@ -46,6 +46,10 @@ def text_width(text: str, size: float) -> float:
     return EM * size * len(label(text))
 
 
+def _coordinates(points: Iterable[tuple[float, float]]) -> list[str]:
+    return [f"{num(x)} {num(y)}" for x, y in points]
+
+
 @dataclass(frozen=True)
 class Drawing:
     """A finished picture: the SVG document and its size in pixels."""
@@ -73,13 +77,25 @@ class Canvas:
 
     def line(self, points: Iterable[tuple[float, float]], color: str, width: float = 1.3, extra: str = "") -> None:
         """A polyline through the points (nothing for fewer than two)."""
-        points = list(points)
-        if len(points) > 1:
-            self.path("M" + "L".join(f"{num(x)} {num(y)}" for x, y in points), color, width, extra=extra)
+        self._line(_coordinates(points), color, width, extra)
 
     def dots(self, points: Iterable[tuple[float, float]], color: str, size: float = 5.0, opacity: float = 1.0) -> None:
         """A round dot at each point: zero-length segments with round caps, one path for all."""
-        d = "".join(f"M{num(x)} {num(y)}h0" for x, y in points)
+        self._dots(_coordinates(points), color, size, opacity)
+
+    def line_with_dots(self, points: Iterable[tuple[float, float]], color: str, size: float = 5.0, extra: str = "") -> None:
+        """`line(points, color, extra=extra)`, then `dots(points, color, size)`: each point written once for both
+        (the report's charts write hundreds of thousands of coordinates)."""
+        coordinates = _coordinates(points)
+        self._line(coordinates, color, 1.3, extra)
+        self._dots(coordinates, color, size, 1.0)
+
+    def _line(self, coordinates: list[str], color: str, width: float, extra: str) -> None:
+        if len(coordinates) > 1:
+            self.path("M" + "L".join(coordinates), color, width, extra=extra)
+
+    def _dots(self, coordinates: list[str], color: str, size: float, opacity: float) -> None:
+        d = "".join(f"M{point}h0" for point in coordinates)
         alpha = f' stroke-opacity="{opacity:g}"' if opacity < 1 else ""
         self.path(d, color, size, extra=f' stroke-linecap="round"{alpha}')
 
@@ -158,6 +174,16 @@ class Axis:
 
     def __call__(self, value: float) -> float:
         return self.start + (self.scaled(value) - self.lo) / (self.hi - self.lo) * (self.end - self.start)
+
+    def at(self, value: float) -> float | None:
+        """The pixel of `value`, None where the axis does not hold it: `holds` and the axis in one, the scale's
+        logarithm taken once."""
+        if self.base and value <= 0:
+            return None
+        scaled = self.scaled(value)
+        if not self.lo - 1e-9 <= scaled <= self.hi + 1e-9:
+            return None
+        return self.start + (scaled - self.lo) / (self.hi - self.lo) * (self.end - self.start)
 
     def holds(self, value: float) -> bool:
         if self.base and value <= 0:

@@ -154,12 +154,9 @@ def _draw_sweep(
         if shade:
             outline = [(px, y(hi)) for px, _, hi in shade] + [(px, y(lo)) for px, lo, _ in reversed(shade)]
             canvas.path("M" + "L".join(f"{num(a)} {num(b)}" for a, b in outline) + "Z", fill=color, extra=' fill-opacity="0.2"')
-        points = [(px, y(v)) for px, v in zip(xs, series.value, strict=True) if v is not None and y.holds(v)]
-        canvas.line(points, color, extra=dash)
-        canvas.dots(points, color)
-        ratio_points = [(px, r(v)) for px, v in zip(xs, series.ratio, strict=True) if v is not None]
-        canvas.line(ratio_points, color, extra=dash)
-        canvas.dots(ratio_points, color)
+        placed = ((px, y.at(v)) for px, v in zip(xs, series.value, strict=True) if v is not None)
+        canvas.line_with_dots([(px, at) for px, at in placed if at is not None], color, extra=dash)
+        canvas.line_with_dots([(px, r(v)) for px, v in zip(xs, series.ratio, strict=True) if v is not None], color, extra=dash)
 
     canvas.rect(plot_left, value_top, plot_right - plot_left, VALUE_HEIGHT, stroke=INK)
     canvas.rect(plot_left, ratio_top, plot_right - plot_left, RATIO_HEIGHT, stroke=INK)
