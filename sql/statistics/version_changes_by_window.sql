@@ -1,19 +1,7 @@
--- Per (group, provider, backend), each passed run against the run of the same
--- implementation before it in (observed_at, run_id) order; an implementation's
--- first run has no row. ratio = previous_value / value (above 1: the newer run
--- is better).
--- verdict: a drift inside the series' noise is `unchanged` whatever the p20-p80
--- bands say (SPEC section 8: between-run noise, not the band of one run's few
--- iterations). Inside the noise: |ln ratio| <= 2 x sqrt(2) x series_noise.noise
--- (noise is one run's sigma of ln value, a difference of two runs has sqrt(2)
--- times it, and two sigmas hold 95% of the differences unchanged code shows).
--- Outside it: improved / regressed when also separated (the two runs' [p20, p80]
--- do not overlap) and ratio > 1 / < 1; changed when separated but the metric's
--- direction is unknown; else unchanged. A series whose noise is unknown (null:
--- nothing in the warehouse has a history to learn it from) is judged by
--- separation alone, as SPEC section 6 says.
--- The rest of a run (kernel, GPU, workload, unit, observed_at) is one join on
--- run_id away. Rows are stored in no particular order.
+-- version_changes (see version_changes.sql) by a window that sorts each
+-- series' runs: what database_build makes them by when runs, read in rowid
+-- order, does not hold each series as one block in (observed_at, run_id)
+-- order. The same rows as version_changes.sql gives where it does.
 
 -- Only SPEC's columns and backend are stored: storing the rest again for every
 -- run would cost as much as the statistic itself.
