@@ -53,6 +53,11 @@ SQL_STATISTICS: tuple[str, ...] = (
     "version_changes",
 )
 SERIES_STATISTICS: tuple[str, ...] = ("series_noise", "change_points")
+# The SQL a statistic runs beside its own file (`statistics.db.STORED_ORDER`: the count of its rows and the SQL it
+# falls back on).
+STATISTICS_MORE_SQL: dict[str, tuple[str, ...]] = {
+    "version_changes": ("statistics/version_changes_rows", "statistics/version_changes_by_window"),
+}
 # The SPEC tables (as `core.schemas.TABLES` lists them) and the statistics' checks (`statistics.db.CHECKS`): named here so
 # that this module imports neither polars nor DuckDB; tests/test_stages.py holds them equal.
 TABLES: tuple[str, ...] = ("runs", "measurements", "environments", "protocols", "snapshots", "run_snapshots", "quarantine")
@@ -111,7 +116,7 @@ def _statistic(name: str) -> Stage:
         entry=f"{DATABASE_BUILDER}:build_database",
         outputs=(name,),
         # The intermediates its SQL reads are added by `statistics.statistic_versions` (their names come from the SQL too).
-        sql=("macros", f"statistics/{name}"),
+        sql=("macros", f"statistics/{name}", *STATISTICS_MORE_SQL.get(name, ())),
         libraries=("duckdb",),
         modules=(DATABASE_BUILDER,),
         leave_out=(SERIES_MODULES,),

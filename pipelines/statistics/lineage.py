@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable
 import duckdb
 
 from pipelines.core import sql_files
-from pipelines.statistics.db import INTERMEDIATES, SERIES_STATISTICS, STATISTICS, statistic_sql
+from pipelines.statistics.db import INTERMEDIATES, SERIES_STATISTICS, STATISTICS, STORED_ORDER, statistic_sql
 
 
 class UnreadableSql(ValueError):
@@ -61,7 +61,7 @@ def _walk(node: object, tables: set[str], ctes: set[str]) -> None:
 
 def _sql_of(name: str) -> list[str]:
     """The SQL files a statistic runs: the series statistics run all of `sql/series/`."""
-    return sql_files.names("series") if name in SERIES_STATISTICS else [statistic_sql(name)]
+    return sql_files.names("series") if name in SERIES_STATISTICS else [statistic_sql(name), *STORED_ORDER.get(name, ())]
 
 
 @functools.cache

@@ -17,7 +17,16 @@
 
 -- Only SPEC's columns and backend are stored: storing the rest again for every
 -- run would cost as much as the statistic itself.
-WITH passed AS (
+-- A run's previous run is the passed run before it as runs is read, in rowid
+-- (run_id) order, with no sort: where run ids begin with what makes the series
+-- and end with the time, as upstream's and the synthetic ones do, each series
+-- is one block of rows in (observed_at, run_id) order. Only a run whose row
+-- before is of its series and earlier has a row, so each series has at least
+-- one run without: database_build (`_create_in_stored_order`) counts the rows
+-- against version_changes_rows.sql (the passed runs less one per series),
+-- which they reach only when every series was one block in that order, and
+-- else makes them by version_changes_by_window.sql, which sorts.
+WITH passed_runs AS (
     SELECT
         group_id,
         provider,
@@ -28,16 +37,26 @@ WITH passed AS (
         p20,
         p80,
         unit,
-        lag({'run_id': run_id, 'liger_version': liger_version, 'value': value, 'p20': p20, 'p80': p80})
-            OVER (PARTITION BY group_id, provider, backend ORDER BY history_key(observed_at, rowid)) AS previous
+        history_key(observed_at, rowid) AS history
     FROM runs
-    WHERE
-        status = 'passed'
-        -- $lo and $hi: the groups from $lo and before $hi (null: no bound), as
-        -- the series SQL takes them: the build makes this one range at a time,
-        -- so the window sorts a range's runs within DuckDB's memory (10M runs
-        -- in one window spilled: 43 s, by ranges 28 s).
-        AND ($lo IS NULL OR group_id >= $lo) AND ($hi IS NULL OR group_id < $hi)
+    WHERE status = 'passed'
+),
+
+passed AS (
+    SELECT
+        *,
+        lag({
+            'group_id': group_id,
+            'provider': provider,
+            'backend': backend,
+            'history': history,
+            'run_id': run_id,
+            'liger_version': liger_version,
+            'value': value,
+            'p20': p20,
+            'p80': p80
+        }) OVER () AS previous
+    FROM passed_runs
 ),
 
 changes AS (
@@ -60,7 +79,14 @@ changes AS (
         ) AS within_noise
     FROM passed
     LEFT JOIN series_noise USING (group_id, provider, backend)
-    WHERE passed.previous IS NOT NULL
+    -- The run before is of the same series (null keys alike, as PARTITION BY
+    -- takes them) and earlier: the series goes on.
+    WHERE
+        passed.previous IS NOT NULL
+        AND passed.previous.group_id IS NOT DISTINCT FROM passed.group_id
+        AND passed.previous.provider IS NOT DISTINCT FROM passed.provider
+        AND passed.previous.backend IS NOT DISTINCT FROM passed.backend
+        AND passed.previous.history < passed.history
 )
 
 SELECT

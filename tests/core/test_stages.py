@@ -33,6 +33,7 @@ def test_the_registry_names_what_the_code_has():
     assert set(stages.SQL_CHECKS) == set(db.CHECKS)
     assert {*stages.SERIES_STATISTICS, *stages.SQL_STATISTICS} == set(db.STATISTICS)
     assert set(stages.SERIES_STATISTICS) == set(db.SERIES_STATISTICS)
+    assert stages.STATISTICS_MORE_SQL == db.STORED_ORDER
     outputs = [asset for stage in stages.STAGES.values() for asset in stage.outputs]
     assert len(outputs) == len(set(outputs)), "an asset is the output of two stages"
     listed_sql = {name for stage in stages.STAGES.values() for name in stage.sql}

@@ -8,8 +8,9 @@ import math
 from pathlib import Path
 
 import pytest
-from statistics_warehouse import HF_OVER_LIGER, SWEEP_SEQ, by_provider, fixture_runs, group_of, rows, sigma, write_warehouse
+from statistics_warehouse import BASELINES, HF_OVER_LIGER, SWEEP_SEQ, by_provider, fixture_runs, group_of, rows, run, sigma, write_warehouse
 
+from pipelines.core import sql_files
 from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
@@ -194,6 +195,43 @@ def test_version_changes_verdicts(warehouse_dir: Path) -> None:
     assert changes["a-liger-2a"]["verdict"] == "unchanged"
     assert changes["a-liger-2b"]["previous_run_id"] == "a-liger-2a"
     assert (changes["a-liger-2b"]["ratio"], changes["a-liger-2b"]["verdict"]) == (pytest.approx(1.1), "improved")
+
+
+def test_version_changes_where_runs_as_stored_are_not_in_series_order(tmp_path: Path, monkeypatch) -> None:
+    """Run ids that interleave two series, and a series stored newest first: the pass over runs as stored cannot
+    see each run's previous one, its count says so, and the rows are made by the SQL that sorts."""
+    sorted_by_window = []
+    by_ranges = database_build._create_by_ranges
+    monkeypatch.setattr(database_build, "_create_by_ranges", lambda *args: sorted_by_window.append(args[1]) or by_ranges(*args))
+    write_warehouse(
+        tmp_path,
+        [
+            run("huggingface", 100, run_id="r1-hf", observed="2024-03-01"),
+            run("torch", 150, run_id="r2-torch", observed="2024-02-01"),
+            run("huggingface", 200, run_id="r3-hf", observed="2024-01-01"),
+            run("torch", 120, run_id="r4-torch", observed="2024-04-01"),
+            run("liger", 90, run_id="s1-liger", observed="2024-02-01", x=("batch", 8)),
+            run("liger", 80, run_id="s2-liger", observed="2024-01-01", x=("batch", 8)),
+        ],
+    )
+    database_build.build_database(tmp_path, BASELINES)
+    found = rows(tmp_path, "SELECT run_id, previous_run_id FROM version_changes ORDER BY run_id")
+    assert [(row["run_id"], row["previous_run_id"]) for row in found] == [
+        ("r1-hf", "r3-hf"),
+        ("r4-torch", "r2-torch"),
+        ("s1-liger", "s2-liger"),
+    ]
+    assert sorted_by_window == ["version_changes"]
+
+
+def test_version_changes_in_series_order_need_no_sort(warehouse_dir: Path, monkeypatch) -> None:
+    """The fixture's run ids hold each series in time order: one pass, and the rows of the SQL that sorts."""
+    with db.session(warehouse_dir) as session:
+        window = sql_files.text("statistics/version_changes_by_window")
+        expected = session.con.execute(f"SELECT * FROM ({window}) ORDER BY ALL", {"lo": None, "hi": None}).fetchall()
+        assert session.con.execute("SELECT * FROM version_changes ORDER BY ALL").fetchall() == expected
+    monkeypatch.setattr(database_build, "_create_by_ranges", lambda *args: pytest.fail("sorted"))
+    database_build.build_database(warehouse_dir, BASELINES)
 
 
 # --- sweep_comparisons ------------------------------------------------------------------------
