@@ -56,7 +56,7 @@ SERIES_STATISTICS: tuple[str, ...] = ("series_noise", "change_points")
 # The SQL a statistic runs beside its own file (`statistics.db.STORED_ORDER`: the count of its rows and the SQL it
 # falls back on).
 STATISTICS_MORE_SQL: dict[str, tuple[str, ...]] = {
-    "version_changes": ("statistics/version_changes_rows", "statistics/version_changes_by_window"),
+    "version_changes": ("statistics/version_changes_rows", "statistics/version_changes_sorted_runs"),
 }
 # The SPEC tables (as `core.schemas.TABLES` lists them) and the statistics' checks (`statistics.db.CHECKS`): named here so
 # that this module imports neither polars nor DuckDB; tests/test_stages.py holds them equal.

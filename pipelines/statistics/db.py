@@ -37,7 +37,9 @@ STATISTICS: tuple[str, ...] = (
 INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
 # Statistics made first from runs in the order it is stored, with no sort, then counted (the SQL that says how many
 # rows they must have); where the count differs, made again by the SQL that sorts (`database_build`).
-STORED_ORDER: dict[str, tuple[str, str]] = {"version_changes": ("statistics/version_changes_rows", "statistics/version_changes_by_window")}
+STORED_ORDER: dict[str, tuple[str, str]] = {
+    "version_changes": ("statistics/version_changes_rows", "statistics/version_changes_sorted_runs")
+}
 
 
 def statistic_sql(name: str) -> str:

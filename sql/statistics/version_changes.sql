@@ -25,7 +25,7 @@
 -- one run without: database_build (`_create_in_stored_order`) counts the rows
 -- against version_changes_rows.sql (the passed runs less one per series),
 -- which they reach only when every series was one block in that order, and
--- else makes them by version_changes_by_window.sql, which sorts.
+-- else sorts runs so (version_changes_sorted_runs.sql) and reads that.
 WITH passed_runs AS (
     SELECT
         group_id,

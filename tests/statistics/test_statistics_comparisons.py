@@ -197,12 +197,18 @@ def test_version_changes_verdicts(warehouse_dir: Path) -> None:
     assert (changes["a-liger-2b"]["ratio"], changes["a-liger-2b"]["verdict"]) == (pytest.approx(1.1), "improved")
 
 
+def sorted_runs_spy(monkeypatch) -> list[str]:
+    """The statements that sort runs for version_changes, as database_build runs them."""
+    seen: list[str] = []
+    original = sql_files.text
+    monkeypatch.setattr(sql_files, "text", lambda name: seen.append(name) or original(name))
+    return seen
+
+
 def test_version_changes_where_runs_as_stored_are_not_in_series_order(tmp_path: Path, monkeypatch) -> None:
     """Run ids that interleave two series, and a series stored newest first: the pass over runs as stored cannot
-    see each run's previous one, its count says so, and the rows are made by the SQL that sorts."""
-    sorted_by_window = []
-    by_ranges = database_build._create_by_ranges
-    monkeypatch.setattr(database_build, "_create_by_ranges", lambda *args: sorted_by_window.append(args[1]) or by_ranges(*args))
+    see each run's previous one, its count says so, and the rows are made from runs sorted first."""
+    seen = sorted_runs_spy(monkeypatch)
     write_warehouse(
         tmp_path,
         [
@@ -221,17 +227,27 @@ def test_version_changes_where_runs_as_stored_are_not_in_series_order(tmp_path: 
         ("r4-torch", "r2-torch"),
         ("s1-liger", "s2-liger"),
     ]
-    assert sorted_by_window == ["version_changes"]
+    assert "statistics/version_changes_sorted_runs" in seen
+    with db.session(tmp_path) as session:
+        assert session.con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone() == (0,)
+        assert session.con.execute("SELECT count(*) FROM runs").fetchone() == (6,), "the stored runs are kept"
 
 
 def test_version_changes_in_series_order_need_no_sort(warehouse_dir: Path, monkeypatch) -> None:
-    """The fixture's run ids hold each series in time order: one pass, and the rows of the SQL that sorts."""
-    with db.session(warehouse_dir) as session:
-        window = sql_files.text("statistics/version_changes_by_window")
-        expected = session.con.execute(f"SELECT * FROM ({window}) ORDER BY ALL", {"lo": None, "hi": None}).fetchall()
-        assert session.con.execute("SELECT * FROM version_changes ORDER BY ALL").fetchall() == expected
-    monkeypatch.setattr(database_build, "_create_by_ranges", lambda *args: pytest.fail("sorted"))
+    """The fixture's run ids hold each series in time order: one pass, no sort, and the same rows as runs sorted
+    first (the count made to disagree) gives."""
+    seen = sorted_runs_spy(monkeypatch)
     database_build.build_database(warehouse_dir, BASELINES)
+    assert "statistics/version_changes_sorted_runs" not in seen
+    with db.session(warehouse_dir) as session:
+        in_one_pass = session.con.execute("SELECT * FROM version_changes ORDER BY ALL").fetchall()
+    assert len(in_one_pass) == 4, "the fixture's four changes (test_version_changes)"
+    original = sql_files.text
+    monkeypatch.setattr(sql_files, "text", lambda name: "SELECT -1" if name == "statistics/version_changes_rows" else original(name))
+    database_build.build_database(warehouse_dir, BASELINES)
+    assert "statistics/version_changes_sorted_runs" in seen
+    with db.session(warehouse_dir) as session:
+        assert session.con.execute("SELECT * FROM version_changes ORDER BY ALL").fetchall() == in_one_pass
 
 
 # --- sweep_comparisons ------------------------------------------------------------------------
