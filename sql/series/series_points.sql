@@ -7,15 +7,15 @@
 -- data commit of the snapshot that first carried it, else (a plain file) that
 -- snapshot's id: two points with one commit are reruns of the same code.
 -- Order: by the commit's place in upstream's main where the warehouse can tell
--- it (the view commit_places), else when it was run; `commit_at` is also
--- returned, for tests and the bench.
+-- it (the view commit_places), else when it was run; that time is not
+-- returned: a column carried through the sort of every point cost a third of
+-- its time (docs/performance.md).
 -- $lo and $hi: only the groups from $lo and before $hi (null: no bound), as
 -- in series.sql: pipelines/series/series_tables.py reads a range of groups at a time.
 SELECT
     runs.value::DOUBLE AS value,
     coalesce(runs.benchmarked_commit, first_seen."commit", runs.first_seen_snapshot) AS "commit",
-    runs.rowid AS row_id,
-    coalesce(placed.commit_at, runs.observed_at) AS commit_at
+    runs.rowid AS row_id
 FROM runs
 LEFT JOIN snapshots AS first_seen ON runs.first_seen_snapshot = first_seen.snapshot_id
 LEFT JOIN commit_places AS placed ON runs.benchmarked_commit = placed.benchmarked_commit
