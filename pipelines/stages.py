@@ -98,6 +98,7 @@ def _statistic(name: str) -> Stage:
             outputs=(name,),
             sql=(
                 "macros",
+                "series/candidate_ranges",
                 "series/candidate_series",
                 "series/candidate_series_range",
                 "series/change_points",

@@ -11,7 +11,7 @@ of groups of about RANGE_ROWS points after the other (`group_ranges`), so that D
    per series) and `series_reruns` (its rerun differences, by pool).
 2. `sql/series/series_noise.sql` finishes the noise from them: what a pool shares needs every series of it.
 3. Only the groups that hold a series that can hold a step (`candidate_series.sql`, a few percent of them) are
-   read again, group after group, and searched one series at a time; `change_points.sql` joins the steps
+   read again, group after group (in ranges of their own, `candidate_ranges.sql`), and searched one series at a time; `change_points.sql` joins the steps
    found back to runs.
 """
 
@@ -85,9 +85,10 @@ def _series(table: pa.Table, points: pa.Table) -> Series:
     return Series(table, starts, points.column("value").to_numpy(), codes, names, points.column("row_id").to_numpy())
 
 
-def group_ranges(con: duckdb.DuckDBPyConnection) -> list[dict[str, str | None]]:
-    """The ranges of groups the series are read in (`$lo`, `$hi` of the series SQL), about RANGE_ROWS points each."""
-    ranges_sql = sql_files.text("series/group_ranges")
+def group_ranges(con: duckdb.DuckDBPyConnection, counted_by: str = "series/group_ranges") -> list[dict[str, str | None]]:
+    """The ranges of groups the series are read in (`$lo`, `$hi` of the series SQL), about RANGE_ROWS points each,
+    as `counted_by` counts the points (group_ranges.sql: every series'; candidate_ranges.sql: the candidates')."""
+    ranges_sql = sql_files.text(counted_by)
     (n_points, _), bounds = con.execute(ranges_sql, {"quantiles": []}).fetchall()[0], []
     parts = -(-n_points // RANGE_ROWS)
     if parts > 1:
@@ -267,8 +268,8 @@ def build(
     ranges: Sequence[dict[str, str | None]] | None = None,
 ) -> dict[str, float]:
     """Make series_noise and change_points in `con` (create_table: database_build's, for its compression), reading
-    the series one range of groups at a time (`ranges`, group_ranges' when not given); return the seconds each took
-    (reading the series counts in series_noise's)."""
+    the series one range of groups at a time (`ranges`, group_ranges' when not given; the candidates' points in
+    ranges of their own); return the seconds each took (reading the series counts in series_noise's)."""
     started = time.perf_counter()
     _set_constants(con)
     for name in SCRATCH_TABLES:
@@ -286,7 +287,8 @@ def build(
     con.execute(f"CREATE TABLE series_candidates AS {sql_files.text('series/candidate_series')}")
     found: list[pa.Table] = []
     candidates, points = sql_files.text("series/candidate_series_range"), sql_files.text("series/series_points_of_candidates")
-    for batch in stream_series(con, candidates, points, ranges, whole_groups=True):
+    # Ranges of their own: the candidates' points are fewer, and every range reads all of runs again.
+    for batch in stream_series(con, candidates, points, group_ranges(con, "series/candidate_ranges"), whole_groups=True):
         noise = batch.table.column("noise").to_numpy(zero_copy_only=False).astype(np.float64)
         candidate = batch.table.column("candidate").to_numpy(zero_copy_only=False)
         steps = compute_steps(batch, noise, candidate, baselines)
