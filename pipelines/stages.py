@@ -98,10 +98,11 @@ def _statistic(name: str) -> Stage:
             outputs=(name,),
             sql=(
                 "macros",
-                "series/candidate_ranges",
+                "series/candidate_group_points",
                 "series/candidate_series",
                 "series/candidate_series_range",
                 "series/change_points",
+                "series/group_points",
                 "series/group_ranges",
                 "series/series",
                 "series/series_noise",

@@ -11,8 +11,8 @@ of groups of about RANGE_ROWS points after the other (`group_ranges`), so that D
    per series) and `series_reruns` (its rerun differences, by pool).
 2. `sql/series/series_noise.sql` finishes the noise from them: what a pool shares needs every series of it.
 3. Only the groups that hold a series that can hold a step (`candidate_series.sql`, a few percent of them) are
-   read again, group after group (in ranges of their own, `candidate_ranges.sql`), and searched one series at a time; `change_points.sql` joins the steps
-   found back to runs.
+   read again, group after group (in ranges of their own, `candidate_group_points.sql`), and searched one series
+   at a time; `change_points.sql` joins the steps found back to runs.
 """
 
 from __future__ import annotations
@@ -86,14 +86,19 @@ def _series(table: pa.Table, points: pa.Table) -> Series:
     return Series(table, starts, points.column("value").to_numpy(), codes, names, points.column("row_id").to_numpy())
 
 
-def group_ranges(con: duckdb.DuckDBPyConnection, counted_by: str = "series/group_ranges") -> list[dict[str, str | None]]:
+def group_ranges(con: duckdb.DuckDBPyConnection, counted_by: str = "series/group_points") -> list[dict[str, str | None]]:
     """The ranges of groups the series are read in (`$lo`, `$hi` of the series SQL), about RANGE_ROWS points each,
-    as `counted_by` counts the points (group_ranges.sql: every series'; candidate_ranges.sql: the candidates')."""
-    ranges_sql = sql_files.text(counted_by)
-    (n_points, _), bounds = con.execute(ranges_sql, {"quantiles": []}).fetchall()[0], []
-    parts = -(-n_points // RANGE_ROWS)
-    if parts > 1:
-        ((_, bounds),) = con.execute(ranges_sql, {"quantiles": [i / parts for i in range(1, parts)]}).fetchall()
+    as `counted_by` counts the points per group (group_points.sql: every series'; candidate_group_points.sql: the
+    candidates')."""
+    con.execute(f"CREATE OR REPLACE TEMP VIEW group_points AS {sql_files.text(counted_by)}")
+    try:
+        ranges_sql = sql_files.text("series/group_ranges")
+        (n_points, _), bounds = con.execute(ranges_sql, {"quantiles": []}).fetchall()[0], []
+        parts = -(-n_points // RANGE_ROWS)
+        if parts > 1:
+            ((_, bounds),) = con.execute(ranges_sql, {"quantiles": [i / parts for i in range(1, parts)]}).fetchall()
+    finally:
+        con.execute("DROP VIEW group_points")
     edges = [None, *bounds, None]
     return [{"lo": lo, "hi": hi} for lo, hi in zip(edges, edges[1:])]
 
@@ -290,7 +295,7 @@ def build(
     found: list[pa.Table] = []
     candidates, points = sql_files.text("series/candidate_series_range"), sql_files.text("series/series_points_of_candidates")
     # Ranges of their own: the candidates' points are fewer, and every range reads all of runs again.
-    for batch in stream_series(con, candidates, points, group_ranges(con, "series/candidate_ranges"), whole_groups=True):
+    for batch in stream_series(con, candidates, points, group_ranges(con, "series/candidate_group_points"), whole_groups=True):
         noise = batch.table.column("noise").to_numpy(zero_copy_only=False).astype(np.float64)
         candidate = batch.table.column("candidate").to_numpy(zero_copy_only=False)
         steps = compute_steps(batch, noise, candidate, baselines)
