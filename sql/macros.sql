@@ -61,3 +61,9 @@ CREATE OR REPLACE MACRO distance_from_par(ratio) AS abs(ln(ratio));
 CREATE OR REPLACE MACRO history_key(observed_at, row_id) AS (
     epoch_us(observed_at)::HUGEINT * 1099511627776 + row_id
 );
+
+-- A group inside a range of groups read one range at a time: from `lo` and
+-- before `hi`, a null bound being no bound.
+CREATE OR REPLACE MACRO group_in_range(group_id, lo, hi) AS (
+    (lo IS NULL OR group_id >= lo) AND (hi IS NULL OR group_id < hi)
+);

@@ -88,6 +88,11 @@ MEMORY_LIMIT = "768MB"
 # Statistics that, where runs as stored does not hold each series in order (db.STORED_ORDER), sort the runs first:
 # all passed runs in one sort spilled past MEMORY_LIMIT at 10M runs (43 s), so one range of groups at a time (28 s).
 BY_GROUP_RANGES = frozenset(STORED_ORDER)
+# Statistics made whole, and one range of groups at a time where the whole does not fit MEMORY_LIMIT: DuckDB errs
+# rather than spill some of what their statements hold (comparable_groups' medians of every group beside its joins'
+# hash tables needed more than 640 MB at 10M runs, and grow with the groups). Their SQL takes `$lo` and `$hi`.
+WHOLE_OR_BY_RANGES = frozenset({"comparable_groups"})
+WHOLE = {"lo": None, "hi": None}
 
 
 # The oldest storage format that keeps ZSTD_COLUMNS (v1.0 and v1.1 have no zstd for text): the DuckDB
@@ -300,6 +305,8 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
             con.execute(f'CREATE VIEW "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
         elif name in STORED_ORDER:
             _create_in_stored_order(con, name, ranges)
+        elif name in WHOLE_OR_BY_RANGES:
+            _create_whole_or_by_ranges(con, name, ranges)
         else:
             create_table(con, name, sql_files.text(f"statistics/{name}"))
         seconds[name] = time.perf_counter() - started
@@ -325,7 +332,7 @@ def _create_in_stored_order(con: duckdb.DuckDBPyConnection, name: str, ranges: S
     sorted_runs = sql_files.text(sorted_runs_sql)
     con.execute("SET preserve_insertion_order = true")
     try:
-        for i, bounds in enumerate(ranges or [{"lo": None, "hi": None}]):
+        for i, bounds in enumerate(ranges or [WHOLE]):
             into = "CREATE TEMP TABLE sorted_runs AS" if i == 0 else "INSERT INTO temp.sorted_runs"
             con.execute(f"{into} {sorted_runs}", bounds)
         con.execute("ALTER TABLE temp.sorted_runs RENAME TO runs")
@@ -334,6 +341,20 @@ def _create_in_stored_order(con: duckdb.DuckDBPyConnection, name: str, ranges: S
         con.execute("SET preserve_insertion_order = false")
         con.execute("DROP TABLE IF EXISTS temp.sorted_runs")
         con.execute("DROP TABLE IF EXISTS temp.runs")
+
+
+def _create_whole_or_by_ranges(con: duckdb.DuckDBPyConnection, name: str, ranges: Sequence[dict[str, str | None]]) -> None:
+    """Make statistic `name` at once; where DuckDB runs out of memory, one range of groups at a time (WHOLE_OR_BY_RANGES)."""
+    select = sql_files.text(f"statistics/{name}")
+    try:
+        create_table(con, name, select, WHOLE)
+    except duckdb.OutOfMemoryException:
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for i, bounds in enumerate(ranges or series_tables.group_ranges(con)):
+            if i == 0:
+                create_table(con, name, select, bounds)
+            else:
+                con.execute(f'INSERT INTO "{name}" {select}', bounds)
 
 
 def _create_reading_in_order(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:

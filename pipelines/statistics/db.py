@@ -36,7 +36,7 @@ STATISTICS: tuple[str, ...] = (
 # Temporary tables the statistics share, computed once per build and not kept in the file.
 INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
 # Statistics made first from runs in the order it is stored, with no sort, then counted (the SQL that says how many
-# rows they must have); where the count differs, made again by the SQL that sorts (`database_build`).
+# rows they must have); where the count differs, made again from runs sorted first (`database_build`).
 STORED_ORDER: dict[str, tuple[str, str]] = {
     "version_changes": ("statistics/version_changes_rows", "statistics/version_changes_sorted_runs")
 }

@@ -10,6 +10,10 @@
 -- one), whose backend is best_baseline_backend (provider_comparisons chooses
 -- it per implementation; baseline_provider is the group's).
 -- Rows are stored in no particular order.
+-- $lo and $hi: only the groups from $lo and before $hi (null: no bound). The
+-- build makes it whole; where that does not fit DuckDB's memory (the medians
+-- of every group beside the joins' hash tables: more than 640 MB at 10M
+-- runs), one range of groups at a time (database_build).
 WITH summary AS (
     SELECT
         group_id,
@@ -20,7 +24,7 @@ WITH summary AS (
         median(value) AS median_value,
         max(value) AS max_value
     FROM runs
-    WHERE status = 'passed'
+    WHERE status = 'passed' AND group_in_range(group_id, $lo, $hi)
     GROUP BY group_id
 ),
 
@@ -30,7 +34,7 @@ passed_versions AS (
         group_id,
         liger_version
     FROM runs
-    WHERE status = 'passed'
+    WHERE status = 'passed' AND group_in_range(group_id, $lo, $hi)
 ),
 
 versions AS (
@@ -59,6 +63,7 @@ described AS (
     WHERE rowid IN (
         SELECT min(latest_row)
         FROM latest_runs
+        WHERE group_in_range(group_id, $lo, $hi)
         GROUP BY group_id
     )
 ),
@@ -75,6 +80,7 @@ best AS (
             {'provider': provider, 'backend': backend}
         ) FILTER (WHERE rank = 1) AS winner
     FROM provider_comparisons
+    WHERE group_in_range(group_id, $lo, $hi)
     GROUP BY group_id
 )
 

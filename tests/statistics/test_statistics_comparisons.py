@@ -7,10 +7,12 @@ import datetime as dt
 import math
 from pathlib import Path
 
+import duckdb
 import pytest
 from statistics_warehouse import BASELINES, HF_OVER_LIGER, SWEEP_SEQ, by_provider, fixture_runs, group_of, rows, run, sigma, write_warehouse
 
 from pipelines.core import sql_files
+from pipelines.series import series_tables
 from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
@@ -132,6 +134,35 @@ def test_comparable_group_ties_and_even_median(warehouse_dir: Path) -> None:
 def scorecard(warehouse_dir: Path, kernel: str) -> dict[tuple[str, str], dict]:
     found = rows(warehouse_dir, "SELECT * FROM kernel_scorecard WHERE kernel = ? AND metric = 'speed'", [kernel])
     return {(row["provider"], row["baseline_provider"]): row for row in found}
+
+
+def test_comparable_groups_that_do_not_fit_in_memory_are_made_by_ranges(warehouse_dir: Path, monkeypatch) -> None:
+    """Where DuckDB runs out of memory making comparable_groups at once, it is made one range of groups at a time:
+    the same rows, every group once."""
+    with db.session(warehouse_dir) as session:
+        whole = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    made = database_build.create_table
+    ranges_made = []
+
+    def out_of_memory_at_once(con, name, select, params=None):
+        if name == "comparable_groups":
+            if params == database_build.WHOLE:
+                raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+            ranges_made.append(params)
+        made(con, name, select, params)
+
+    cut = series_tables.group_ranges
+    cuts = []
+    monkeypatch.setattr(database_build, "create_table", out_of_memory_at_once)
+    monkeypatch.setattr(series_tables, "RANGE_ROWS", 10)
+    monkeypatch.setattr(series_tables, "group_ranges", lambda *args: cuts.append(cut(*args)) or cuts[-1])
+    database_build.build_database(warehouse_dir, BASELINES)
+    with db.session(warehouse_dir) as session:
+        by_ranges = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    ranges = cuts[0]  # the build's; the search for change points cuts its own
+    assert len(ranges) > 3, "several ranges of groups"
+    assert ranges_made == [ranges[0]], "create_table makes the first range; the rest are inserted"
+    assert by_ranges == whole
 
 
 def test_scorecard_over_groups_with_another_baseline(warehouse_dir: Path) -> None:
