@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -194,8 +195,22 @@ def materialize(tmp_path: Path, source: str, *args: str, script: str | None = No
     }
     command = ["-c", script, *args] if script else ["-m", "pipelines", "materialize", *args]
     return subprocess.Popen(
-        [sys.executable, *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, *command],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
     )
+
+
+def _as_from_a_terminal() -> None:
+    """A command typed in a terminal starts with Ctrl-C delivered and not ignored. A child inherits its parent's
+    ignored signals and signal mask, and the pytest worker that starts this one may have run other tests' threads and
+    pools; without this, a SIGINT the test sends could wait, blocked, for ever."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @pytest.mark.slow
@@ -267,7 +282,13 @@ def test_an_interrupt_is_one_line_and_exit_130_and_keeps_the_warehouse(tmp_path,
         assert time.monotonic() < deadline, "the run never reached the point to interrupt"
         time.sleep(0.2)
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
-    _, stderr = process.communicate(timeout=120)
+    try:
+        _, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        # What the process made of the signal: pending, blocked, ignored or caught (masks in hex, SIGINT is bit 2).
+        status = [line for line in Path(f"/proc/{process.pid}/status").read_text().splitlines() if line.startswith("Sig")]
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"the interrupted run did not end in 120 s: {status}")
 
     assert process.returncode == 130, stderr
     assert stderr.splitlines()[-1] == "interrupted; the last good warehouse is kept"
