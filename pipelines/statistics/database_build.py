@@ -350,11 +350,17 @@ def _create_whole_or_by_ranges(con: duckdb.DuckDBPyConnection, name: str, ranges
         create_table(con, name, select, WHOLE)
     except duckdb.OutOfMemoryException:
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
-        for i, bounds in enumerate(ranges or series_tables.group_ranges(con)):
-            if i == 0:
-                create_table(con, name, select, bounds)
-            else:
-                con.execute(f'INSERT INTO "{name}" {select}', bounds)
+        _create_by_ranges(con, name, select, ranges or series_tables.group_ranges(con))
+
+
+def _create_by_ranges(con: duckdb.DuckDBPyConnection, name: str, select: str, ranges: Sequence[dict[str, str | None]]) -> None:
+    """create_table(name, select) one range of groups at a time: `select` takes `$lo` and `$hi` (a range's first
+    group and the first group after it, null: no bound), as the series queries do."""
+    for i, bounds in enumerate(ranges):
+        if i == 0:
+            create_table(con, name, select, bounds)
+        else:
+            con.execute(f'INSERT INTO "{name}" {select}', bounds)
 
 
 def _create_reading_in_order(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:

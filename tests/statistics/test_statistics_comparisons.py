@@ -229,7 +229,7 @@ def test_version_changes_verdicts(warehouse_dir: Path) -> None:
 
 
 def sorted_runs_spy(monkeypatch) -> list[str]:
-    """The statements that sort runs for version_changes, as database_build runs them."""
+    """The names of the SQL files the build reads, in order: whether it sorted runs for version_changes."""
     seen: list[str] = []
     original = sql_files.text
     monkeypatch.setattr(sql_files, "text", lambda name: seen.append(name) or original(name))
@@ -272,7 +272,7 @@ def test_version_changes_in_series_order_need_no_sort(warehouse_dir: Path, monke
     assert "statistics/version_changes_sorted_runs" not in seen
     with db.session(warehouse_dir) as session:
         in_one_pass = session.con.execute("SELECT * FROM version_changes ORDER BY ALL").fetchall()
-    assert len(in_one_pass) == 4, "the fixture's four changes (test_version_changes)"
+    assert len(in_one_pass) == 4, "the fixture's four changes (test_version_changes_verdicts)"
     original = sql_files.text
     monkeypatch.setattr(sql_files, "text", lambda name: "SELECT -1" if name == "statistics/version_changes_rows" else original(name))
     database_build.build_database(warehouse_dir, BASELINES)
