@@ -14,7 +14,7 @@ import sys
 
 JEMALLOC_ENV = "_RJEM_MALLOC_CONF"
 # Dirty pages purged after 100 ms, and at once, not through the lazily freed (muzzy) state.
-RETURN_FREED_MEMORY = "dirty_decay_ms:100,muzzy_decay_ms:0"
+RETURN_FREED_MEMORY = "muzzy_decay_ms:0"
 
 
 def configure() -> None:
