@@ -1,10 +1,10 @@
 """polars' bundled jemalloc, told to hand freed memory back to the system soon. It reads its settings once, when
 polars loads, so this runs from `pipelines/__init__.py`, before any module of the package imports polars.
 
-With polars' own settings (pages kept 500 ms after they are freed, then lazily freed pages kept another second, still
-counted in RSS) the assembly's loop over buckets, which frees and allocates about a bucket's worth every few hundred
-milliseconds, held 100-250 MB more at its peak the more rows it had read (docs/performance.md, "Normalization's peak
-by rows, the allocator"). At 0 ms the peak is lower still, but every free is a system call: a third more CPU.
+With polars' own settings, a page freed is kept 500 ms, then freed lazily (MADV_FREE) and kept another second, counted
+in RSS all the while: the assembly's loop over buckets, which frees and allocates about a bucket's worth every few
+hundred milliseconds, peaked 25-140 MB higher at 3M rows (docs/performance.md, "Normalization's peak by rows, the
+allocator"). Dirty pages kept 100 ms or none lowered it further but cost 7% and a third more CPU.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import sys
 
 JEMALLOC_ENV = "_RJEM_MALLOC_CONF"
-# Dirty pages purged after 100 ms, and at once, not through the lazily freed (muzzy) state.
+# Dirty pages purged after polars' 500 ms, and at once, not through the lazily freed (muzzy) state.
 RETURN_FREED_MEMORY = "muzzy_decay_ms:0"
 
 
