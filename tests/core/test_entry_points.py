@@ -21,6 +21,8 @@ PASSES_THE_ENVIRONMENT_ON = {
     "pipelines/ingest/source/git_source.py": "git inherits it (its HOME, proxy and locale variables)",
     # Writes, not reads: Dagster takes this switch only from the environment, when it creates a run.
     "pipelines/orchestration/materialize.py": "sets DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS for the runs it creates",
+    # No setting of the pipeline's: polars' allocator takes its own only from the environment, when polars loads.
+    "pipelines/core/allocator.py": "puts _RJEM_MALLOC_CONF before polars loads, keeping one given in the environment",
 }
 
 
