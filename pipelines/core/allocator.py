@@ -4,7 +4,7 @@ polars loads, so this runs from `pipelines/__init__.py`, before any module of th
 With polars' own settings, a page freed is kept 500 ms, then freed lazily (MADV_FREE) and kept another second, counted
 in RSS all the while: the assembly's loop over buckets, which frees and allocates about a bucket's worth every few
 hundred milliseconds, peaked 25-140 MB higher at 3M rows (docs/performance.md, "Normalization's peak by rows, the
-allocator"). Dirty pages kept 100 ms or none lowered it further but cost 7% and a third more CPU.
+allocator"). Dirty pages kept 100 ms or none lowered it further but cost 4-8% and a third more CPU.
 """
 
 from __future__ import annotations
