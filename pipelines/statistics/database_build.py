@@ -84,8 +84,10 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
 # shared machine's share and spills to disk beyond it. At 3M runs 1 GB built the file in 30 s and
 # 1.16 GB of peak RSS, 3 GB in 33 s and 1.8 GB: the statistics gain nothing from more. With the series
 # streamed, at 1 GB a 1M-run build peaked at 1.17 GB and a 3M-run one at 1.34 GB (version_changes' window);
-# at 768 MB 1.04 and 1.24 GB (docs/performance.md).
-MEMORY_LIMIT = "768MB"
+# at 768 MB 1.04 and 1.24 GB. At 512 MB, with comparable_groups' medians made by ranges (group_summary), the
+# 10M-run build peaks at 950-959 MB against 866-872 at 1M (768 MB: 1,255 against 1,015), for about 5% more of
+# its time (docs/performance.md).
+MEMORY_LIMIT = "512MB"
 # Statistics that, where runs as stored does not hold each series in order (db.STORED_ORDER), sort the runs first:
 # all passed runs in one sort spilled past MEMORY_LIMIT at 10M runs (43 s), so one range of groups at a time (28 s).
 BY_GROUP_RANGES = frozenset(STORED_ORDER)
