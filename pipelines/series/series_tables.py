@@ -40,8 +40,8 @@ DIRECTED_UNITS = ("ns", "bytes")
 SERIES_BATCH_ROWS = 100_000
 POINTS_BATCH_ROWS = 250_000
 # Points per range of groups read (`group_ranges`): DuckDB sorts a range's points at once, and its sort of 3M points
-# went past its memory limit by 350 MB, of 1M not (docs/performance.md).
-RANGE_ROWS = 1_000_000
+# went past its memory limit by 350 MB, of 1M not; half that under the build's 512 MB (docs/performance.md).
+RANGE_ROWS = 500_000
 # The build's own tables, written as the series stream by (`_own_rows`), dropped once series_noise is made.
 # Temporary: appended to the database file instead, each batch of series went through its write-ahead log and
 # blocks (at 1M runs 2.7-4.0 s of appends against 0.9-1.3 s). Not series_candidates: the cursors that stream it

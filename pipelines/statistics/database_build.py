@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ from pipelines.core.layout import Layout
 from pipelines.series import series_tables
 from pipelines.statistics.db import (
     INTERMEDIATES,
+    INTERMEDIATES_BY_RANGES,
     SERIES_STATISTICS,
     STATISTICS,
     STORED_ORDER,
@@ -83,14 +84,17 @@ def build_database(warehouse_dir: Path, baselines: Sequence[str], target: Path |
 # shared machine's share and spills to disk beyond it. At 3M runs 1 GB built the file in 30 s and
 # 1.16 GB of peak RSS, 3 GB in 33 s and 1.8 GB: the statistics gain nothing from more. With the series
 # streamed, at 1 GB a 1M-run build peaked at 1.17 GB and a 3M-run one at 1.34 GB (version_changes' window);
-# at 768 MB 1.04 and 1.24 GB (docs/performance.md).
-MEMORY_LIMIT = "768MB"
+# at 768 MB 1.04 and 1.24 GB. At 512 MB, with comparable_groups' medians made by ranges (group_summary), the
+# 10M-run build peaks at 950-959 MB against 866-872 at 1M (768 MB: 1,255 against 1,015), for about 5% more of
+# its time (docs/performance.md).
+MEMORY_LIMIT = "512MB"
 # Statistics that, where runs as stored does not hold each series in order (db.STORED_ORDER), sort the runs first:
 # all passed runs in one sort spilled past MEMORY_LIMIT at 10M runs (43 s), so one range of groups at a time (28 s).
 BY_GROUP_RANGES = frozenset(STORED_ORDER)
 # Statistics made whole, and one range of groups at a time where the whole does not fit MEMORY_LIMIT: DuckDB errs
 # rather than spill some of what their statements hold (comparable_groups' medians of every group beside its joins'
-# hash tables needed more than 640 MB at 10M runs, and grow with the groups). Their SQL takes `$lo` and `$hi`.
+# hash tables needed more than 640 MB at 10M runs; they are now group_summary's, made by ranges: see
+# INTERMEDIATES_BY_RANGES). Their SQL takes `$lo` and `$hi`.
 WHOLE_OR_BY_RANGES = frozenset({"comparable_groups"})
 WHOLE = {"lo": None, "hi": None}
 
@@ -283,9 +287,10 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
     for name in sql_files.names("views"):
         con.execute(f'CREATE VIEW "{name.removeprefix("views/")}" AS\n{sql_files.text(name)}')
     seconds: dict[str, float] = {}
-    for name in INTERMEDIATES:
+    shared = [name for name in INTERMEDIATES if name not in INTERMEDIATES_BY_RANGES.values()]
+    for name in shared:
         started = time.perf_counter()
-        con.execute(f'CREATE TEMP TABLE "{name}" AS\n{sql_files.text(f"statistics/{name}")}')
+        _create_temp_table(con, name, sql_files.text(f"statistics/{name}"))
         seconds[name] = time.perf_counter() - started
     for name in sorted(copied):
         create_table(con, name, f'SELECT * FROM earlier."{name}"')
@@ -298,6 +303,12 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
     for name in STATISTICS:
         if name in SERIES_STATISTICS or name in copied:
             continue
+        if name in INTERMEDIATES_BY_RANGES:
+            started = time.perf_counter()
+            intermediate = INTERMEDIATES_BY_RANGES[name]
+            select = sql_files.text(f"statistics/{intermediate}")
+            _create_by_ranges(con, intermediate, select, ranges or series_tables.group_ranges(con), _create_temp_table)
+            seconds[intermediate] = time.perf_counter() - started
         started = time.perf_counter()
         if name in kept_views:
             con.execute(_earlier_view(con, name))
@@ -310,7 +321,9 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
         else:
             create_table(con, name, sql_files.text(f"statistics/{name}"))
         seconds[name] = time.perf_counter() - started
-    for name in INTERMEDIATES:
+        if name in INTERMEDIATES_BY_RANGES:
+            con.execute(f'DROP TABLE "{INTERMEDIATES_BY_RANGES[name]}"')
+    for name in shared:
         con.execute(f'DROP TABLE "{name}"')
     if copied or kept_views:
         con.execute("DETACH earlier")
@@ -353,14 +366,24 @@ def _create_whole_or_by_ranges(con: duckdb.DuckDBPyConnection, name: str, ranges
         _create_by_ranges(con, name, select, ranges or series_tables.group_ranges(con))
 
 
-def _create_by_ranges(con: duckdb.DuckDBPyConnection, name: str, select: str, ranges: Sequence[dict[str, str | None]]) -> None:
-    """create_table(name, select) one range of groups at a time: `select` takes `$lo` and `$hi` (a range's first
-    group and the first group after it, null: no bound), as the series queries do."""
+def _create_by_ranges(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    select: str,
+    ranges: Sequence[dict[str, str | None]],
+    create: Callable[[duckdb.DuckDBPyConnection, str, str, dict[str, str | None]], None] | None = None,
+) -> None:
+    """create_table(name, select) (or `create`) one range of groups at a time: `select` takes `$lo` and `$hi` (a
+    range's first group and the first group after it, null: no bound), as the series queries do."""
     for i, bounds in enumerate(ranges):
         if i == 0:
-            create_table(con, name, select, bounds)
+            (create or create_table)(con, name, select, bounds)
         else:
             con.execute(f'INSERT INTO "{name}" {select}', bounds)
+
+
+def _create_temp_table(con: duckdb.DuckDBPyConnection, name: str, select: str, params: dict[str, str | None] | None = None) -> None:
+    con.execute(f'CREATE TEMP TABLE "{name}" AS\n{select}', params)
 
 
 def _create_reading_in_order(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:

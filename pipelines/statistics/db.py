@@ -33,8 +33,12 @@ STATISTICS: tuple[str, ...] = (
     "sweep_comparisons",
     "version_changes",
 )
-# Temporary tables the statistics share, computed once per build and not kept in the file.
-INTERMEDIATES: tuple[str, ...] = ("latest_runs",)
+# Temporary tables the statistics read, computed once per build and not kept in the file.
+INTERMEDIATES: tuple[str, ...] = ("latest_runs", "group_summary")
+# Intermediates made just before the one statistic that reads them, and dropped after it, one range of groups at a
+# time (their SQL takes `$lo` and `$hi`): DuckDB keeps a median's values in memory, every group's, and cannot spill
+# them, so a range holds about series_tables.RANGE_ROWS runs' values whatever the warehouse's size.
+INTERMEDIATES_BY_RANGES: dict[str, str] = {"comparable_groups": "group_summary"}
 # Statistics made first from runs in the order it is stored, with no sort, then counted (the SQL that says how many
 # rows they must have); where the count differs, made again from runs sorted first (`database_build`).
 STORED_ORDER: dict[str, tuple[str, str]] = {

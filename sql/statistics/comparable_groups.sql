@@ -10,26 +10,13 @@
 -- one), whose backend is best_baseline_backend (provider_comparisons chooses
 -- it per implementation; baseline_provider is the group's).
 -- Rows are stored in no particular order.
+-- n_runs, first_observed, last_observed and the values: group_summary, a
+-- temporary table made before it (its medians do not fit beside the joins).
 -- $lo and $hi: only the groups from $lo and before $hi (null: no bound). The
--- build makes it whole; where that does not fit DuckDB's memory (the medians
--- of every group beside the joins' hash tables: more than 640 MB at 10M
--- runs), one range of groups at a time (database_build).
-WITH summary AS (
-    SELECT
-        group_id,
-        count(*) AS n_runs,
-        min(observed_at) AS first_observed,
-        max(observed_at) AS last_observed,
-        min(value) AS min_value,
-        median(value) AS median_value,
-        max(value) AS max_value
-    FROM runs
-    WHERE status = 'passed' AND group_in_range(group_id, $lo, $hi)
-    GROUP BY group_id
-),
-
--- Apart from summary: a count(DISTINCT) there makes DuckDB buffer the whole scan for a second pass.
-passed_versions AS (
+-- build makes it whole; where that does not fit DuckDB's memory, one range of
+-- groups at a time (database_build).
+-- Apart from group_summary: a count(DISTINCT) there makes DuckDB buffer the whole scan for a second pass.
+WITH passed_versions AS (
     SELECT DISTINCT
         group_id,
         liger_version
@@ -90,7 +77,7 @@ SELECT
     n_providers,
     n_implementations,
     n_versions,
-    summary.* EXCLUDE (group_id, n_runs),
+    group_summary.* EXCLUDE (group_id, n_runs),
     unit,
     baseline_provider,
     winner.provider AS best_provider,
@@ -99,6 +86,6 @@ SELECT
     winner.ratio AS best_ratio,
     winner.baseline_backend AS best_baseline_backend
 FROM described
-INNER JOIN summary USING (group_id)
+INNER JOIN group_summary USING (group_id)
 INNER JOIN versions USING (group_id)
 INNER JOIN best USING (group_id)

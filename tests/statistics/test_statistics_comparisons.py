@@ -165,6 +165,28 @@ def test_comparable_groups_that_do_not_fit_in_memory_are_made_by_ranges(warehous
     assert by_ranges == whole
 
 
+def test_group_summary_made_by_ranges_gives_the_same_groups(warehouse_dir: Path, monkeypatch) -> None:
+    """comparable_groups' group_summary (its medians) is made one range of groups at a time: with ranges of a few
+    runs, several of them, the same rows as one range."""
+    with db.session(warehouse_dir) as session:
+        whole = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    made = database_build._create_temp_table
+    ranges_made = []
+
+    def recorded(con, name, select, params=None):
+        if name == "group_summary":
+            ranges_made.append(params)
+        made(con, name, select, params)
+
+    monkeypatch.setattr(database_build, "_create_temp_table", recorded)
+    monkeypatch.setattr(series_tables, "RANGE_ROWS", 10)
+    database_build.build_database(warehouse_dir, BASELINES)
+    with db.session(warehouse_dir) as session:
+        by_ranges = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    assert ranges_made and ranges_made[0]["lo"] is None and ranges_made[0]["hi"] is not None, "the first of several ranges"
+    assert by_ranges == whole
+
+
 def test_scorecard_over_groups_with_another_baseline(warehouse_dir: Path) -> None:
     card = scorecard(warehouse_dir, "rms_norm")
     # huggingface is every group's own baseline or has none; triton has no baseline.
