@@ -136,11 +136,16 @@ def scorecard(warehouse_dir: Path, kernel: str) -> dict[tuple[str, str], dict]:
     return {(row["provider"], row["baseline_provider"]): row for row in found}
 
 
+def every_group(warehouse_dir: Path) -> list[tuple]:
+    """comparable_groups' rows in one order, to compare two builds of it."""
+    with db.session(warehouse_dir) as session:
+        return session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+
+
 def test_comparable_groups_that_do_not_fit_in_memory_are_made_by_ranges(warehouse_dir: Path, monkeypatch) -> None:
     """Where DuckDB runs out of memory making comparable_groups at once, it is made one range of groups at a time:
     the same rows, every group once."""
-    with db.session(warehouse_dir) as session:
-        whole = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    whole = every_group(warehouse_dir)
     made = database_build.create_table
     ranges_made = []
 
@@ -157,8 +162,7 @@ def test_comparable_groups_that_do_not_fit_in_memory_are_made_by_ranges(warehous
     monkeypatch.setattr(series_tables, "RANGE_ROWS", 10)
     monkeypatch.setattr(series_tables, "group_ranges", lambda *args: cuts.append(cut(*args)) or cuts[-1])
     database_build.build_database(warehouse_dir, BASELINES)
-    with db.session(warehouse_dir) as session:
-        by_ranges = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    by_ranges = every_group(warehouse_dir)
     ranges = cuts[0]  # the build's; the search for change points cuts its own
     assert len(ranges) > 3, "several ranges of groups"
     assert ranges_made == [ranges[0]], "create_table makes the first range; the rest are inserted"
@@ -168,8 +172,7 @@ def test_comparable_groups_that_do_not_fit_in_memory_are_made_by_ranges(warehous
 def test_group_summary_made_by_ranges_gives_the_same_groups(warehouse_dir: Path, monkeypatch) -> None:
     """comparable_groups' group_summary (its medians) is made one range of groups at a time: with ranges of a few
     runs, several of them, the same rows as one range."""
-    with db.session(warehouse_dir) as session:
-        whole = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    whole = every_group(warehouse_dir)
     made = database_build._create_temp_table
     ranges_made = []
 
@@ -181,8 +184,7 @@ def test_group_summary_made_by_ranges_gives_the_same_groups(warehouse_dir: Path,
     monkeypatch.setattr(database_build, "_create_temp_table", recorded)
     monkeypatch.setattr(series_tables, "RANGE_ROWS", 10)
     database_build.build_database(warehouse_dir, BASELINES)
-    with db.session(warehouse_dir) as session:
-        by_ranges = session.con.execute("SELECT * FROM comparable_groups ORDER BY ALL").fetchall()
+    by_ranges = every_group(warehouse_dir)
     assert ranges_made and ranges_made[0]["lo"] is None and ranges_made[0]["hi"] is not None, "the first of several ranges"
     assert by_ranges == whole
 
