@@ -294,8 +294,8 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
         seconds[name] = time.perf_counter() - started
     for name in sorted(copied):
         create_table(con, name, f'SELECT * FROM earlier."{name}"')
-    # The ranges of groups the series and the window statistics are read in, about a million runs each.
-    ranged = not copied >= {*SERIES_STATISTICS, *BY_GROUP_RANGES}
+    # The ranges of groups the series, the window statistics and group_summary are read in, about RANGE_ROWS runs each.
+    ranged = not copied >= {*SERIES_STATISTICS, *BY_GROUP_RANGES, *INTERMEDIATES_BY_RANGES}
     ranges = series_tables.group_ranges(con) if ranged else []
     if not set(SERIES_STATISTICS) <= copied:
         # Series noise and change points (SPEC section 8), computed in Python before the SQL that reads them.
@@ -307,7 +307,7 @@ def _create_statistics(con: duckdb.DuckDBPyConnection, baselines: Sequence[str],
             started = time.perf_counter()
             intermediate = INTERMEDIATES_BY_RANGES[name]
             select = sql_files.text(f"statistics/{intermediate}")
-            _create_by_ranges(con, intermediate, select, ranges or series_tables.group_ranges(con), _create_temp_table)
+            _create_by_ranges(con, intermediate, select, ranges, _create_temp_table)
             seconds[intermediate] = time.perf_counter() - started
         started = time.perf_counter()
         if name in kept_views:
@@ -363,7 +363,7 @@ def _create_whole_or_by_ranges(con: duckdb.DuckDBPyConnection, name: str, ranges
         create_table(con, name, select, WHOLE)
     except duckdb.OutOfMemoryException:
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
-        _create_by_ranges(con, name, select, ranges or series_tables.group_ranges(con))
+        _create_by_ranges(con, name, select, ranges, create_table)
 
 
 def _create_by_ranges(
@@ -371,13 +371,13 @@ def _create_by_ranges(
     name: str,
     select: str,
     ranges: Sequence[dict[str, str | None]],
-    create: Callable[[duckdb.DuckDBPyConnection, str, str, dict[str, str | None]], None] | None = None,
+    create: Callable[[duckdb.DuckDBPyConnection, str, str, dict[str, str | None]], None],
 ) -> None:
-    """create_table(name, select) (or `create`) one range of groups at a time: `select` takes `$lo` and `$hi` (a
+    """`create(name, select)` one range of groups at a time: `select` takes `$lo` and `$hi` (a
     range's first group and the first group after it, null: no bound), as the series queries do."""
     for i, bounds in enumerate(ranges):
         if i == 0:
-            (create or create_table)(con, name, select, bounds)
+            create(con, name, select, bounds)
         else:
             con.execute(f'INSERT INTO "{name}" {select}', bounds)
 
