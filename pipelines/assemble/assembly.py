@@ -20,7 +20,7 @@ from pipelines.assemble.external_sort import StagedPart, read_part
 from pipelines.assemble.run_identity import marks_of
 from pipelines.assemble.snapshot_history import History
 from pipelines.assemble.table_builders import environments, measurements, protocols, snapshots
-from pipelines.core import layout, schemas
+from pipelines.core import allocator, layout, schemas
 from pipelines.core.background import ahead
 from pipelines.core.canonical import canonical_json
 from pipelines.ingest.normalize import DistinctCache, describe
@@ -117,6 +117,7 @@ def write_tables(warehouse: Path, listing: Listing | None, out: Path) -> dict[st
                 gpus.update(runs["gpu_name"].unique().to_list())
                 metric_passes.update(runs.select("metric", "pass").unique().rows())
                 measured.result()
+                allocator.give_back_freed()
     finally:
         runs_writer.close()
         measurements_writer.close()

@@ -1,28 +1,33 @@
 """The staged rows sorted by run_id in memory bounded by BUCKET_ROWS, whatever the warehouse's size: rows are
-partitioned by ranges of run ids into bucket files, and each bucket is deduplicated into runs in turn."""
+partitioned by ranges of run ids (buckets) into scratch files, FLUSH_ROWS at a time, and each bucket is read back from
+them and deduplicated into runs in turn."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from pipelines.assemble.conflicts import CONFLICTS
 from pipelines.assemble.run_identity import RENAMED, STAGED_RUNS, SnapshotMarks, identify
-from pipelines.core import schemas
+from pipelines.core import allocator, schemas
 from pipelines.core.background import ahead
-from pipelines.ingest.staging import RUN_ROWS_UNIQUE
 from pipelines.storage import store
 
 # Staged rows deduplicated and sorted in memory at once: what bounds the assembly's memory (about four
-# buckets are in flight: read, deduplicated, described, written).
-BUCKET_ROWS = 100_000
-# Rows partitioned into buckets before they are appended to the buckets' files.
-FLUSH_ROWS = 400_000
-SAMPLES_PER_BUCKET = 200
+# buckets are in flight: read, deduplicated, described, written). 100k rows peaked at 1,050-1,140 MB at 1M rows,
+# 60k at 760-840, in the same time (docs/performance.md).
+BUCKET_ROWS = 60_000
+# Rows partitioned into buckets and written as one scratch file (_Flush); the partition holds two copies of them.
+FLUSH_ROWS = 200_000
+# The run ids sampled per bucket to cut the ranges. The assembly's peak follows its largest bucket, and the largest of
+# more buckets strays further from BUCKET_ROWS: at 200 a sample, 108k rows at 1M against 118k at 10M (the peak 11% up);
+# at 2,000, 102k against 106k, for 0.1 s more of sampling at 10M (docs/performance.md).
+SAMPLES_PER_BUCKET = 2_000
 SAMPLED_PARTS = 64
 ROWS_PER_SNAPSHOT = 1 << 40
 
@@ -124,65 +129,80 @@ def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: 
         yield pl.concat([empty_rows(), *staged()])
         return
     scratch.mkdir(parents=True, exist_ok=True)
-    _partition(ahead(staged()), bounds, scratch)
-    for bucket in range(len(bounds) + 1):
-        path = _bucket_path(scratch, bucket)
-        yield pl.concat([empty_rows(), *([pl.read_parquet(path)] if path.exists() else [])])
-        path.unlink(missing_ok=True)
+    flushes = _partition(ahead(staged()), bounds, scratch)
+    try:
+        for bucket in range(len(bounds) + 1):
+            pieces = [flush.bucket(bucket) for flush in flushes]
+            yield pl.concat([empty_rows(), *(piece for piece in pieces if piece is not None)])
+    finally:
+        for flush in flushes:
+            flush.path.unlink(missing_ok=True)
 
 
-def _partition(frames: Iterator[pl.DataFrame], bounds: list[str], scratch: Path) -> None:
-    """Each row appended to its bucket's file, FLUSH_ROWS at a time. A function of its own: the rows it held last
-    (a flush's worth, each piece keeping its whole part's text alive) are gone when it returns, not held while every
-    bucket is read back and sorted."""
+def _partition(frames: Iterator[pl.DataFrame], bounds: list[str], scratch: Path) -> list[_Flush]:
+    """Each row written to its bucket's batch of a scratch file, FLUSH_ROWS at a time. A function of its own: the
+    rows it held last (a flush's worth, each piece keeping its whole part's text alive) are gone when it returns, not
+    held while every bucket is read back and sorted."""
     cut = pl.lit(pl.Series(bounds, dtype=pl.String))
-    with _BucketFiles(scratch) as files:
-        pending: dict[int, list[pl.DataFrame]] = {}
-        held = 0
-        for frame in frames:
-            frame = frame.with_columns(cut.search_sorted(pl.col("run_id"), side="right").alias("_bucket"))
-            for (bucket,), piece in frame.partition_by("_bucket", as_dict=True, include_key=False).items():
-                pending.setdefault(bucket, []).append(piece)
-            held += frame.height
-            if held >= FLUSH_ROWS:
-                files.append(pending)
-                pending, held = {}, 0
-        files.append(pending)
+    flushes: list[_Flush] = []
+    pending: list[pl.DataFrame] = []
+    held = 0
+    for frame in frames:
+        pending.append(frame.with_columns(cut.search_sorted(pl.col("run_id"), side="right").alias("_bucket")))
+        held += frame.height
+        if held >= FLUSH_ROWS:
+            flushes.append(_Flush.write(scratch / f"{len(flushes):05d}.arrow", pending))
+            pending, held = [], 0
+    if pending:
+        flushes.append(_Flush.write(scratch / f"{len(flushes):05d}.arrow", pending))
+    return flushes
 
 
-class _BucketFiles:
-    """One Parquet file per bucket, appended to as rows arrive: uncompressed (it is read back once, soon) but
-    dictionary-encoded, which keeps it small and cheap to read; scratch, so never flushed to disk."""
+@dataclass(frozen=True)
+class _Flush:
+    """One flush's rows in an Arrow IPC file (lz4; scratch, so never flushed to disk), each bucket's rows in batches of
+    their own, and which batches hold which bucket.
 
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.writers: dict[int, store.ParquetAppender] = {}
-        # Parquet encodes a file on one thread: two buckets' files are written at once.
-        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="buckets")
+    Not a Parquet file per bucket, appended to at every flush: an open Parquet writer keeps every row group's metadata
+    until it closes (about 25 KB each), and with a row group per bucket per flush that grew with the square of the rows
+    (about 100 MB at 10M rows: 167 buckets by 25 flushes). An IPC file is written whole and closed."""
 
-    def __enter__(self) -> _BucketFiles:
-        return self
+    path: Path
+    batches: dict[int, range]
 
-    def __exit__(self, *exc) -> None:
-        self.pool.shutdown()
-        for writer in self.writers.values():
-            writer.close()
+    @classmethod
+    def write(cls, path: Path, pending: list[pl.DataFrame]) -> _Flush:
+        # Sorted by bucket, each bucket's rows in the order they came (history order), made plain once for the file.
+        rows = pl.concat(pending).sort("_bucket", maintain_order=True)
+        pending.clear()  # the caller's frames, let go before the copy below
+        lengths = rows["_bucket"].rle().struct.unnest()
+        schema = _plain(empty_rows()).schema
+        table = _plain(rows.drop("_bucket")).cast(schema)
+        del rows
+        batches: dict[int, range] = {}
+        with ipc.new_file(str(path), schema, options=ipc.IpcWriteOptions(compression="lz4")) as writer:
+            written = offset = 0
+            for length, bucket in lengths.iter_rows():
+                rows_of_bucket = table.slice(offset, length).to_batches()
+                for batch in rows_of_bucket:
+                    writer.write_batch(batch)
+                batches[bucket] = range(written, written + len(rows_of_bucket))
+                written += len(rows_of_bucket)
+                offset += length
+        allocator.give_back_freed()
+        return cls(path, batches)
 
-    def append(self, pending: dict[int, list[pl.DataFrame]]) -> None:
-        for bucket in pending:
-            if bucket not in self.writers:
-                self.writers[bucket] = store.ParquetAppender(
-                    _bucket_path(self.folder, bucket),
-                    empty_rows().schema,
-                    (*RUN_ROWS_UNIQUE, "_order"),
-                    "none",
-                    statistics=False,
-                    durable=False,
-                )
-        writes = [self.pool.submit(lambda b, frames: self.writers[b].write(pl.concat(frames)), b, f) for b, f in pending.items()]
-        for write in writes:
-            write.result()
+    def bucket(self, bucket: int) -> pl.DataFrame | None:
+        """The bucket's rows in this flush, None when it has none; read into memory (not mapped: the file goes before
+        the rows do)."""
+        if bucket not in self.batches:
+            return None
+        with pa.OSFile(str(self.path)) as source:
+            reader = ipc.open_file(source)
+            return pl.from_arrow(pa.Table.from_batches([reader.get_batch(i) for i in self.batches[bucket]], reader.schema))
 
 
-def _bucket_path(folder: Path, bucket: int) -> Path:
-    return folder / f"{bucket:05d}.parquet"
+def _plain(frame: pl.DataFrame) -> pa.Table:
+    """The frame in Arrow with plain (large) strings, copied out: polars' string views would have the file keep every
+    buffer they point into."""
+    return frame.to_arrow(compat_level=pl.CompatLevel.oldest())

@@ -17,6 +17,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
+from pipelines.core import allocator
+
 # Rows read at once: about what a bucket of the assembly holds (external_sort.BUCKET_ROWS).
 BATCH_ROWS = 100_000
 # DuckDB's memory when it judges a file out of order: below the assembly's own peak, spilling past it.
@@ -28,6 +30,7 @@ def batches(path: Path, columns: list[str]) -> Iterator[pl.DataFrame]:
     with pq.ParquetFile(path) as file:
         for batch in file.iter_batches(BATCH_ROWS, columns=columns):
             yield pl.DataFrame(pl.from_arrow(batch))
+            allocator.give_back_freed()
 
 
 @dataclass

@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines import stages
+from pipelines.core import allocator
 from pipelines.core import layout as warehouse_layout
 from pipelines.core.background import ahead
 from pipelines.core.schemas import LIGER_COLUMNS, RUN_ROWS
@@ -228,6 +229,7 @@ def _write_parts(
         row_count += height
         accepted += out_rows.height
         quarantined += out_quarantine.height
+        allocator.give_back_freed()
     store.write_parquet(cache.workloads.used_answers(), folder / warehouse_layout.WORKLOADS, compression_level=1, statistics=False)
     return row_count, accepted, quarantined
 
