@@ -19,8 +19,8 @@ from pipelines.core.background import ahead
 from pipelines.storage import store
 
 # Staged rows deduplicated and sorted in memory at once: what bounds the assembly's memory (about four
-# buckets are in flight: read, deduplicated, described, written). 100k rows peaked at 1,050-1,140 MB at 1M rows,
-# 60k at 760-840, in the same time (docs/performance.md).
+# buckets are in flight: read, deduplicated, described, written). At 100k rows a bucket, normalization peaked at
+# 1,258 MB at 1M rows and 1,347 at 10M; at 60k, 884-892 and 945, for 7-10% more CPU (docs/performance.md).
 BUCKET_ROWS = 60_000
 # Rows partitioned into buckets and written as one scratch file (_Flush); the partition holds two copies of them.
 FLUSH_ROWS = 200_000
@@ -140,9 +140,9 @@ def _buckets(parts: list[StagedPart], bounds: list[str], scratch: Path, mapped: 
 
 
 def _partition(frames: Iterator[pl.DataFrame], bounds: list[str], scratch: Path) -> list[_Flush]:
-    """Each row written to its bucket's batch of a scratch file, FLUSH_ROWS at a time. A function of its own: the
-    rows it held last (a flush's worth, each piece keeping its whole part's text alive) are gone when it returns, not
-    held while every bucket is read back and sorted."""
+    """Each row written to its bucket's batches of a scratch file, FLUSH_ROWS at a time (`_Flush`). A function of its
+    own: the rows it held last (a flush's worth of parts) are gone when it returns, not held while every bucket is read
+    back and sorted."""
     cut = pl.lit(pl.Series(bounds, dtype=pl.String))
     flushes: list[_Flush] = []
     pending: list[pl.DataFrame] = []

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from pipelines.core import allocator
 
-# Rows read at once: about what a bucket of the assembly holds (external_sort.BUCKET_ROWS).
+# Rows read at once: of the order of a bucket of the assembly (external_sort.BUCKET_ROWS).
 BATCH_ROWS = 100_000
 # DuckDB's memory when it judges a file out of order: below the assembly's own peak, spilling past it.
 FALLBACK_MEMORY = "500MB"
