@@ -25,8 +25,8 @@ BUCKET_ROWS = 60_000
 # Rows partitioned into buckets and written as one scratch file (_Flush); the partition holds two copies of them.
 FLUSH_ROWS = 200_000
 # The run ids sampled per bucket to cut the ranges. The assembly's peak follows its largest bucket, and the largest of
-# more buckets strays further from BUCKET_ROWS: at 200 a sample, 108k rows at 1M against 118k at 10M (the peak 11% up);
-# at 2,000, 102k against 106k, for 0.1 s more of sampling at 10M (docs/performance.md).
+# more buckets strays further from BUCKET_ROWS: with buckets of 100k, at 200 a sample the largest held 108k rows at 1M
+# against 118k at 10M; at 2,000, 102k against 106k, for 0.1 s more of sampling at 10M (docs/performance.md).
 SAMPLES_PER_BUCKET = 2_000
 SAMPLED_PARTS = 64
 ROWS_PER_SNAPSHOT = 1 << 40
