@@ -16,10 +16,19 @@ def _write(path: Path, ids: list[str | None]) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def small_batches(monkeypatch):
-    # Batches of 3 rows, so that repeats and gaps fall inside batches and across their boundaries.
-    monkeypatch.setattr(table_scan, "BATCH_ROWS", 3)
+@pytest.fixture(autouse=True, params=["row groups", "batches"])
+def small_batches(monkeypatch, request):
+    # Row groups of 3 rows (_write), read whole, or, as larger than ROW_GROUP_ROWS, in batches of 2 that cut across
+    # them: repeats and gaps fall inside batches and across their boundaries, by either reader.
+    whole = request.param == "row groups"
+    monkeypatch.setattr(table_scan, "BATCH_ROWS", 3 if whole else 2)
+    monkeypatch.setattr(table_scan, "ROW_GROUP_ROWS", 3 if whole else 2)
+
+
+def test_a_file_is_read_by_row_groups_or_in_batches(tmp_path, small_batches):
+    path = _write(tmp_path / "ids.parquet", [str(i) for i in range(7)])
+    heights = [frame.height for frame in table_scan.batches(path, ["run_id"])]
+    assert heights == ([3, 3, 1] if table_scan.ROW_GROUP_ROWS == 3 else [2, 2, 2, 1])
 
 
 @pytest.mark.parametrize(

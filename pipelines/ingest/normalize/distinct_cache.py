@@ -62,33 +62,31 @@ class Lookup:
         self.used: set[int] = set()
 
     def attach(self, frame: pl.DataFrame) -> pl.DataFrame:
-        # Joined first and computed only for the keys that found no answer: once the cache knows a
-        # snapshot's values, a chunk's keys are hashed once, by the join, not also to find the new ones.
-        joined = self._join(frame)
-        unanswered = joined[KNOWN_ROW].is_null()
-        new = joined.filter(unanswered).select(self.keys).unique()
-        if new.height:
+        # Only the keys are joined, to the row of `known` that answers them, and the answers gathered from those
+        # rows: a join of the whole frame copied every one of its columns (describe's four lookups copied each bucket
+        # four times). Computed only for the keys that found no answer: once the cache knows a snapshot's values,
+        # a chunk's keys are hashed once, by the join, not also to find the new ones.
+        keys = frame.select(self.keys)
+        rows = self._rows(keys, self.known)
+        unanswered = rows.is_null()
+        if unanswered.any():
+            new = keys.filter(unanswered).unique()
             # Copied out as Python values: polars' string views would otherwise keep every chunk's
             # whole text buffers alive for as long as the cache, so memory would grow with the rows.
             new = pl.DataFrame(new.to_dict(as_series=False), schema=new.schema)
-            added = self.compute(new).select(self.known.columns).with_row_index(KNOWN_ROW, offset=self.known.height)
-            self.known = pl.concat([self.known, added.drop(KNOWN_ROW)], rechunk=True)
-            joined = self._fill(joined, unanswered, added)
+            added = self.compute(new).select(self.known.columns)
+            offset = self.known.height
+            self.known = pl.concat([self.known, added], rechunk=True)
+            positions = unanswered.arg_true()
+            rows = rows.scatter(positions, self._rows(keys[positions], added) + offset)
         if self.track:
-            self.used.update(joined[KNOWN_ROW].unique().to_list())
-        return joined.drop(KNOWN_ROW)
+            self.used.update(rows.unique().drop_nulls().to_list())
+        return frame.hstack(self.known.drop(self.keys).gather(rows).get_columns())
 
-    def _join(self, frame: pl.DataFrame) -> pl.DataFrame:
-        known = self.known.with_row_index(KNOWN_ROW)
-        return frame.join(known, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
-
-    def _fill(self, joined: pl.DataFrame, unanswered: pl.Series, added: pl.DataFrame) -> pl.DataFrame:
-        """`joined` with the rows that found no answer given theirs from `added` (the answers just computed, with
-        their rows in `known`): only those rows are joined again, and their answers put in place."""
-        rows = unanswered.arg_true()
-        found = joined[rows].select(self.keys).join(added, on=self.keys, how="left", nulls_equal=True, maintain_order="left")
-        answers = [c for c in added.columns if c not in self.keys]
-        return joined.with_columns(joined[c].scatter(rows, found[c]) for c in answers)
+    def _rows(self, keys: pl.DataFrame, known: pl.DataFrame) -> pl.Series:
+        """The row of `known` that answers each row of `keys`, null where none does."""
+        indexed = known.select(self.keys).with_row_index(KNOWN_ROW)
+        return keys.join(indexed, on=self.keys, how="left", nulls_equal=True, maintain_order="left")[KNOWN_ROW]
 
     def used_answers(self) -> pl.DataFrame:
         """The keys and answers asked for since `used` was cleared."""
