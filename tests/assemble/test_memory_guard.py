@@ -11,11 +11,13 @@ by the rows; at the real sizes 200k rows are four buckets, so the pipeline of bu
 still rises towards its bound. The child processes run with the sizes divided by ten, so that both files are many
 batches (34 and 100 buckets, as 2M and 6M rows are at the real sizes) and all that can grow is what holds the rows.
 
-Measured (docs/performance.md), at these sizes, two runs each: this code 375 and 387 MB, 397 and 389 MB (+12, -8);
-the code of 7443d3b, whose bucket files' open Parquet writers held every row group's metadata (a row group per bucket
-per flush: the square of the rows), 462 and 536 MB, 449 and 528 MB (+74, +79); the code of 0d553ca, whose blocking
-checks read runs, measurements and run_snapshots whole, grew by 742 and 828 MB at the sizes of then. GROWTH_LIMIT_MB sits
-between: four times this code's growth, two thirds of 7443d3b's.
+Measured (docs/performance.md), at these sizes: this code 320-336 MB and 345-350 MB (+12 to +30, four runs; the peak
+is the loop over buckets, whose lookups of distinct values hold 6,850 workloads at 200k rows and 15,361 at 600k); the
+code of 2828eff 375-393 and 386-395 (-8 to +12: its checks, reading Arrow's batches, peaked above that loop); the code
+of 7443d3b, whose bucket files' open Parquet writers held every row group's metadata (a row group per bucket per
+flush: the square of the rows), 462 and 536 MB, 449 and 528 MB (+74, +79); the code of 0d553ca, whose blocking checks
+read runs, measurements and run_snapshots whole, grew by 742 and 828 MB at the sizes of then. GROWTH_LIMIT_MB sits
+between: above this code's growth, two thirds of 7443d3b's.
 """
 
 from __future__ import annotations
