@@ -39,6 +39,11 @@ DIRECTED_UNITS = ("ns", "bytes")
 # is computed together (numpy over all of its points), so a larger one costs memory, not time.
 SERIES_BATCH_ROWS = 100_000
 POINTS_BATCH_ROWS = 250_000
+# The most points a batch of series is computed with (unless one series, or one group when whole groups are asked for,
+# holds more): the series' own estimates hold several arrays per point, so a batch of SERIES_BATCH_ROWS long series
+# held twice the memory of one of short series (at 10M synthetic runs, 4.9 points a series against 2.2 at 1M: the
+# build's peak 949 MB against 857, docs/performance.md).
+BATCH_POINTS = 250_000
 # Points per range of groups read (`group_ranges`): DuckDB sorts a range's points at once, and its sort of 3M points
 # went past its memory limit by 350 MB, of 1M not; half that under the build's 512 MB (docs/performance.md).
 RANGE_ROWS = 500_000
@@ -132,22 +137,21 @@ def _stream_range(
             if batch is not None:
                 held.append(batch)
             table = pa.Table.from_batches(held, schema=series_reader.schema)
-            cut = table.num_rows if batch is None or not whole_groups else _last_group_start(table)
-            if cut == 0:
-                continue
-            needed = int(pc.sum(table.column("n_points").slice(0, cut)).as_py())
-            while n_points < needed:
-                more = _next_batch(points_reader)
-                if more is None:
-                    raise RuntimeError(
-                        f"{points_sql.splitlines()[0]} ended after {given_points + n_points} points, the series counted more"
-                    )
-                points.append(more)
-                n_points += more.num_rows
-            read = pa.Table.from_batches(points, schema=points_reader.schema)
-            yield _series(table.slice(0, cut), read.slice(0, needed))
-            given_series, given_points = given_series + cut, given_points + needed
-            held, points, n_points = table.slice(cut).to_batches(), read.slice(needed).to_batches(), n_points - needed
+            while cut := _cut(table, whole_groups, final=batch is None):
+                needed = int(pc.sum(table.column("n_points").slice(0, cut)).as_py())
+                while n_points < needed:
+                    more = _next_batch(points_reader)
+                    if more is None:
+                        raise RuntimeError(
+                            f"{points_sql.splitlines()[0]} ended after {given_points + n_points} points, the series counted more"
+                        )
+                    points.append(more)
+                    n_points += more.num_rows
+                read = pa.Table.from_batches(points, schema=points_reader.schema)
+                yield _series(table.slice(0, cut), read.slice(0, needed))
+                given_series, given_points = given_series + cut, given_points + needed
+                table, points, n_points = table.slice(cut), read.slice(needed).to_batches(), n_points - needed
+            held = table.to_batches()
         if n_points or _next_batch(points_reader) is not None:
             raise RuntimeError(f"the points of {given_series} series run past their {given_points}: the two queries disagree")
 
@@ -162,6 +166,25 @@ def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
         return reader.read_next_batch()
     except StopIteration:
         return None
+
+
+def _cut(table: pa.Table, whole_groups: bool, final: bool) -> int:
+    """How many of the series held (`table`) to compute now: all of them once the reader is done, else (`whole_groups`)
+    those before the last group, which may go on in the next batch; of those, no more than BATCH_POINTS points' worth,
+    cut between two series (two groups), unless the first series (group) alone holds more."""
+    cut = table.num_rows if final or not whole_groups else _last_group_start(table)
+    if cut == 0:
+        return 0
+    upto = np.cumsum(table.column("n_points").slice(0, cut).to_numpy(zero_copy_only=False))
+    fits = int(np.searchsorted(upto, BATCH_POINTS, side="right"))
+    if fits >= cut:
+        return cut
+    if not whole_groups:
+        return max(fits, 1)
+    groups = table.column("group_id").slice(0, cut)
+    starts = np.flatnonzero(pc.not_equal(groups.slice(1), groups.slice(0, cut - 1)).to_numpy(zero_copy_only=False)) + 1
+    within = starts[starts <= fits]
+    return int(within[-1]) if len(within) else int(starts[0]) if len(starts) else cut
 
 
 def _last_group_start(table: pa.Table) -> int:

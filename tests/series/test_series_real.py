@@ -147,7 +147,7 @@ def test_the_newest_points_steps_are_candidates_and_small_steps_are_flagged(upst
 
 def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once(upstream_database: Path, tmp_path: Path, monkeypatch):
     """The build streams the series in batches and finishes the pooled noise in SQL (sql/series/series_noise.sql): in
-    batches of a few dozen series (every group cut somewhere) and five ranges of groups its rows are those of the
+    batches of a few dozen series or of 150 points (every group cut somewhere) and five ranges of groups its rows are those of the
     default batches (and version_changes', made from runs sorted range by range), and each
     noise is, to the last bit, what noise.noise_arrays computes over every series at once."""
     import duckdb
@@ -159,6 +159,8 @@ def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once
 
     monkeypatch.setattr(series_tables, "SERIES_BATCH_ROWS", 97)
     monkeypatch.setattr(series_tables, "POINTS_BATCH_ROWS", 331)
+    # Batches cut by their points too: most batches of 97 series hold more, and some groups alone do.
+    monkeypatch.setattr(series_tables, "BATCH_POINTS", 150)
     monkeypatch.setattr(series_tables, "RANGE_ROWS", 20_000)  # five ranges of groups
     # Upstream's runs hold each series in order, so version_changes is made in one pass; with its count made to
     # disagree, this build makes it from runs sorted range by range instead, and the rows must not change.
