@@ -7,6 +7,11 @@ streamed from DuckDB as Arrow record batches, side by side, and cut into batches
 (no Python object per run or per series: a warehouse holds millions of series of one or two runs), one range
 of groups of about RANGE_ROWS points after the other (`group_ranges`), so that DuckDB sorts no more at once.
 
+Where every series is one block of runs as stored (run ids begin with what makes a series: upstream's and the
+synthetic ones), the series are read in ranges of runs in stored order instead (`stored_ranges`), and each
+series' points put in order here: DuckDB then sorts rowids, not the series' texts (at 10M runs, 9 of the 51
+CPU seconds of this step).
+
 1. Each batch's own estimates (noise.own_noise) are written back as they come, into `series_parts` (one row
    per series) and `series_reruns` (its rerun differences, by pool).
 2. `sql/series/series_noise.sql` finishes the noise from them: what a pool shares needs every series of it.
@@ -47,6 +52,11 @@ BATCH_POINTS = 250_000
 # Points per range of groups read (`group_ranges`): DuckDB sorts a range's points at once, and its sort of 3M points
 # went past its memory limit by 350 MB, of 1M not; half that under the build's 512 MB (docs/performance.md).
 RANGE_ROWS = 500_000
+# Runs per range of runs as stored (`stored_ranges`), which DuckDB sorts by rowid alone: at 10M synthetic runs,
+# 500k ranges peaked 45 MB higher than ranges of groups, 100k ones 30 MB lower and 5% slower (docs/performance.md).
+STORED_RANGE_ROWS = 200_000
+# Past every rowid: where the last range of runs as stored ends (`stored_ranges`).
+STORED_END = 1 << 62
 # The build's own tables, written as the series stream by (`_own_rows`), dropped once series_noise is made.
 # Temporary: appended to the database file instead, each batch of series went through its write-ahead log and
 # blocks (at 1M runs 2.7-4.0 s of appends against 0.9-1.3 s). Not series_candidates: the cursors that stream it
@@ -88,7 +98,41 @@ def _series(table: pa.Table, points: pa.Table) -> Series:
     # A point without a commit (none in a built warehouse: a run always has a first snapshot) is its own.
     unknown = codes < 0
     codes[unknown] = len(encoded.dictionary) + np.arange(int(unknown.sum()))
-    return Series(table, starts, points.column("value").to_numpy(), codes, names, points.column("row_id").to_numpy())
+    values, rows = points.column("value").to_numpy(), points.column("row_id").to_numpy()
+    if "placed_at" in points.column_names:
+        order = _series_order(table, points, counts)
+        values, codes, names, rows = values[order], codes[order], names.take(order), rows[order]
+    return Series(table, starts, values, codes, names, rows)
+
+
+def _series_order(table: pa.Table, points: pa.Table, counts: np.ndarray) -> np.ndarray:
+    """Where each point of points in stored order (points_in_stored_order.sql, each series one block) goes in
+    series_points.sql's order, within its series; checked against the series, block by block, by the hash both
+    name a series by."""
+    series_of = np.repeat(np.arange(table.num_rows), counts)
+    if not np.array_equal(points.column("series_hash").to_numpy(), table.column("series_hash").to_numpy()[series_of]):
+        raise RuntimeError("the points of a range of runs as stored are not its series' blocks: the two queries disagree")
+    # Nulls last, as ORDER BY puts them.
+    last = np.iinfo(np.int64).max
+    placed_at, observed_at = (pc.fill_null(points.column(name), last).to_numpy() for name in ("placed_at", "observed_at"))
+    return np.lexsort((points.column("row_id").to_numpy(), observed_at, placed_at, series_of))
+
+
+def stored_ranges(con: duckdb.DuckDBPyConnection) -> list[dict[str, int]] | None:
+    """Ranges of rowids of about STORED_RANGE_ROWS runs, each holding whole series, when every series is one block of runs
+    as stored (`stored_ranges.sql`): read in stored order, a range's points need no sort of texts. None when a series
+    is not one block: its points are then read in ranges of groups (`group_ranges`)."""
+    (previous,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
+    # The blocks are counted in the order runs are read.
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        n_blocks, n_series, bounds = con.execute(sql_files.text("series/stored_ranges"), {"range_rows": STORED_RANGE_ROWS}).fetchone()
+    finally:
+        con.execute(f"SET preserve_insertion_order = {bool(previous)}")
+    if n_blocks != n_series:
+        return None
+    edges = [0, *bounds, STORED_END]
+    return [{"lo": lo, "hi": hi} for lo, hi in zip(edges, edges[1:])]
 
 
 def group_ranges(con: duckdb.DuckDBPyConnection, counted_by: str = "series/group_points") -> list[dict[str, str | None]]:
@@ -306,8 +350,15 @@ def build(
         con.execute(f'DROP TABLE IF EXISTS "{name}"')
     for name, columns in SCRATCH_COLUMNS.items():
         con.execute(f'CREATE TEMP TABLE "{name}" ({columns})')
-    ranges = group_ranges(con) if ranges is None else ranges
-    for batch in stream_series(con, sql_files.text("series/series"), sql_files.text("series/series_points"), ranges):
+    stored = stored_ranges(con)
+    if stored is not None:
+        first_pass = stream_series(
+            con, sql_files.text("series/series_in_stored_order"), sql_files.text("series/points_in_stored_order"), stored
+        )
+    else:
+        ranges = group_ranges(con) if ranges is None else ranges
+        first_pass = stream_series(con, sql_files.text("series/series"), sql_files.text("series/series_points"), ranges)
+    for batch in first_pass:
         parts, reruns = _own_rows(batch)
         _append(con, "series_parts", parts)
         _append(con, "series_reruns", reruns)

@@ -145,9 +145,13 @@ def test_the_newest_points_steps_are_candidates_and_small_steps_are_flagged(upst
     assert "window" in methods
 
 
-def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once(upstream_database: Path, tmp_path: Path, monkeypatch):
+@pytest.mark.parametrize("read", ["stored", "groups"])
+def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once(
+    upstream_database: Path, tmp_path: Path, monkeypatch, read: str
+):
     """The build streams the series in batches and finishes the pooled noise in SQL (sql/series/series_noise.sql): in
-    batches of a few dozen series or of 150 points (every group cut somewhere) and five ranges of groups its rows are those of the
+    batches of a few dozen series or of 150 points (every group cut somewhere), read in five ranges of runs as stored
+    (upstream's series are each one block) or, where they are not, five ranges of groups, its rows are those of the
     default batches (and version_changes', made from runs sorted range by range), and each
     noise is, to the last bit, what noise.noise_arrays computes over every series at once."""
     import duckdb
@@ -162,6 +166,15 @@ def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once
     # Batches cut by their points too: most batches of 97 series hold more, and some groups alone do.
     monkeypatch.setattr(series_tables, "BATCH_POINTS", 150)
     monkeypatch.setattr(series_tables, "RANGE_ROWS", 20_000)  # five ranges of groups
+    monkeypatch.setattr(series_tables, "STORED_RANGE_ROWS", 20_000)  # five ranges of runs
+    stored_ranges = series_tables.stored_ranges
+    ranges_read: list = []
+
+    def ranges_of_runs(con):
+        ranges_read.append(stored_ranges(con) if read == "stored" else None)
+        return ranges_read[-1]
+
+    monkeypatch.setattr(series_tables, "stored_ranges", ranges_of_runs)
     # Upstream's runs hold each series in order, so version_changes is made in one pass; with its count made to
     # disagree, this build makes it from runs sorted range by range instead, and the rows must not change.
     original_text = sql_files.text
@@ -171,6 +184,7 @@ def test_the_series_streamed_in_small_batches_give_the_statistics_of_all_at_once
     with duckdb.connect(str(small)) as batched, db.session(upstream_database) as whole:
         ranges = series_tables.group_ranges(batched)
         assert len(ranges) == 5
+        assert [None if found is None else len(found) for found in ranges_read] == [5 if read == "stored" else None]
         for name in (*db.SERIES_STATISTICS, *database_build.BY_GROUP_RANGES):
             ordered = f"SELECT * FROM {name} ORDER BY ALL"
             assert batched.execute(ordered).fetchall() == whole.con.execute(ordered).fetchall(), name

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from statistics_warehouse import BASELINES, rows, run, write_warehouse
 
+from pipelines.core.layout import Layout
 from pipelines.statistics import database_build, db
 
 pytest_plugins = ["statistics_warehouse"]
@@ -131,3 +132,60 @@ def test_a_step_at_the_newest_commit_is_a_candidate_below_the_minimum_effect_fla
     assert (small["after_commit"], small["status"], small["below_min_effect"]) == ("c12", "confirmed", True)
     with db.session(tmp_path) as reader:
         assert all(outcome.passed for outcome in reader.run_checks())
+
+
+def test_series_not_one_block_of_runs_as_stored_are_read_by_groups_with_the_same_statistics(tmp_path: Path):
+    """Run ids that interleave two series (a series is then many blocks of runs as stored) cannot be read in stored
+    order: the series are read in ranges of groups, and give what the same runs with ids in blocks give."""
+    import duckdb
+
+    from pipelines.series import series_tables
+
+    def layout(folder: Path, interleaved: bool) -> Path:
+        runs = [*history("liger", [100_000] * 15 + [125_000] * 10, 0.01, seed=1), *history("huggingface", [300_000] * 25, 0.01, seed=2)]
+        if interleaved:
+            for row in runs:
+                _, provider, x, i = row["run_id"].split("/")
+                row["run_id"] = f"rms_norm/{x}/{i}/{provider}"
+        folder.mkdir()
+        write_warehouse(folder, runs)
+        database_build.build_database(folder, BASELINES)
+        return folder
+
+    blocks, interleaved = layout(tmp_path / "blocks", False), layout(tmp_path / "interleaved", True)
+    for folder, stored in ((blocks, True), (interleaved, False)):
+        with duckdb.connect(str(Layout(folder).database)) as con:
+            assert (series_tables.stored_ranges(con) is not None) is stored
+    noise = "SELECT * FROM series_noise ORDER BY ALL"
+    assert rows(interleaved, noise) == rows(blocks, noise)
+    steps = "SELECT provider, after_commit, status, verdict, cause FROM change_points ORDER BY ALL"
+    assert (
+        rows(interleaved, steps)
+        == rows(blocks, steps)
+        == [{"provider": "liger", "after_commit": "c15", "status": "confirmed", "verdict": "regressed", "cause": "code"}]
+    )
+
+
+def test_points_that_are_not_their_series_blocks_are_an_error_not_wrong_series():
+    import numpy as np
+    import pyarrow as pa
+
+    from pipelines.series import series_tables
+
+    series = pa.table({"n_points": [2, 1], "series_hash": pa.array([7, 9], pa.uint64())})
+    points = pa.table(
+        {
+            "value": [1.0, 2.0, 3.0],
+            "commit": ["a", "b", "c"],
+            "row_id": [0, 1, 2],
+            "series_hash": pa.array([7, 9, 7], pa.uint64()),  # the first series is two blocks
+            "placed_at": [0, 0, 0],
+            "observed_at": [0, 0, 0],
+        }
+    )
+    with pytest.raises(RuntimeError, match="not its series' blocks"):
+        series_tables._series(series, points)
+    # In their blocks, each series' points are put in their order: by place, then time, then rowid.
+    ordered = points.set_column(3, "series_hash", pa.array([7, 7, 9], pa.uint64())).set_column(4, "placed_at", pa.array([5, 1, 0]))
+    found = series_tables._series(series, ordered)
+    assert np.array_equal(found.rows, [1, 0, 2]) and found.commit_names.to_pylist() == ["b", "a", "c"]
