@@ -12,8 +12,8 @@ synthetic ones), the series are read in ranges of runs in stored order instead (
 series' points put in order here: DuckDB then sorts rowids, not the series' texts (at 10M runs, 9 of the 51
 CPU seconds of this step).
 
-1. Each batch's own estimates (noise.own_noise) are written back as they come, into `series_parts` (one row
-   per series) and `series_reruns` (its rerun differences, by pool).
+1. Each batch's own estimates (noise.own_noise) are written as they come, into scratch files that DuckDB reads
+   as `series_parts` (one row per series) and `series_reruns` (its rerun differences, by pool).
 2. `sql/series/series_noise.sql` finishes the noise from them: what a pool shares needs every series of it.
 3. Only the groups that hold a series that can hold a step (`candidate_series.sql`, a few percent of them) are
    read again, group after group (in ranges of their own, `candidate_group_points.sql`), and searched one series
@@ -22,15 +22,18 @@ CPU seconds of this step).
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from pipelines.core import effect, sql_files
 from pipelines.series import cause as causes
@@ -57,17 +60,20 @@ RANGE_ROWS = 500_000
 STORED_RANGE_ROWS = 200_000
 # Past every rowid: where the last range of runs as stored ends (`stored_ranges`).
 STORED_END = 1 << 62
-# The build's own tables, written as the series stream by (`_own_rows`), dropped once series_noise is made.
-# Temporary: appended to the database file instead, each batch of series went through its write-ahead log and
-# blocks (at 1M runs 2.7-4.0 s of appends against 0.9-1.3 s). Not series_candidates: the cursors that stream it
-# are connections of their own, which see no other connection's temporary tables.
+# The build's own scratch, written as the series stream by (`_own_rows`), read by series_noise.sql and
+# candidate_series.sql: Parquet files of one batch each (uncompressed: they are read once or twice, then deleted),
+# read through temporary views. Appended to temporary tables instead, at 10M synthetic runs the appends took 4.4 s
+# against 1.7 s of writes, the two queries read them 0.5 s slower, and the tables held 250-290 MB of DuckDB's
+# memory (docs/performance.md); appended to the database file, each batch went through its write-ahead log.
+# Their columns, for a build that has no series (no file to read them from):
 SCRATCH_COLUMNS = {
     "series_parts": "group_id VARCHAR, provider VARCHAR, backend VARCHAR, unit VARCHAR, n_points BIGINT, pool UBIGINT,"
     " metric_pool UBIGINT, own BOOLEAN, noise DOUBLE, method VARCHAR, n_differences BIGINT, window_noise DOUBLE, spread DOUBLE",
     "series_reruns": "pool UBIGINT, size DOUBLE",
 }
-# ... and the series of the groups searched for change points (sql/series/candidate_series.sql).
-SCRATCH_TABLES = (*SCRATCH_COLUMNS, "series_candidates")
+# The series of the groups searched for change points (sql/series/candidate_series.sql): a table of the database
+# file, since the cursors that stream it are connections of their own, which see no other connection's temporary views.
+CANDIDATES = "series_candidates"
 METHOD_NAMES = pa.array(noises.METHODS)
 
 
@@ -264,12 +270,34 @@ def _own_rows(series: Series) -> tuple[pa.Table, pa.Table]:
     return parts, reruns
 
 
-def _append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
-    con.register("appended_rows", rows)
-    try:
-        con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM appended_rows')
-    finally:
-        con.unregister("appended_rows")
+def _scratch_folder(con: duckdb.DuckDBPyConnection) -> tempfile.TemporaryDirectory:
+    """A folder for the scratch files, inside DuckDB's own (the build's spill folder, which a killed build leaves for
+    the next writer to sweep) where it has one."""
+    (spill,) = con.execute("SELECT current_setting('temp_directory')").fetchone()
+    if spill:
+        Path(spill).mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(prefix="series-", dir=spill or None)
+
+
+def _scratch(con: duckdb.DuckDBPyConnection, folder: Path, batches: int) -> None:
+    """The temporary views series_parts and series_reruns over the files the batches wrote (empty, of
+    SCRATCH_COLUMNS' types, when there were none)."""
+    for name, columns in SCRATCH_COLUMNS.items():
+        if batches:
+            # Spliced in, since a view takes no parameters: the folder is the build's, quotes escaped.
+            files = ", ".join("'" + str(folder / f"{name}-{i}.parquet").replace("'", "''") + "'" for i in range(batches))
+            select = f"SELECT * FROM read_parquet([{files}])"
+        else:
+            select = (
+                "SELECT " + ", ".join(f"NULL::{type_} AS {column}" for column, type_ in map(str.split, columns.split(", "))) + " LIMIT 0"
+            )
+        con.execute(f'CREATE TEMP VIEW "{name}" AS {select}')
+
+
+def _drop_scratch(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop series_parts and series_reruns (before their files are deleted)."""
+    for name in SCRATCH_COLUMNS:
+        con.execute(f'DROP VIEW IF EXISTS temp."{name}"')
 
 
 def _set_constants(con: duckdb.DuckDBPyConnection) -> None:
@@ -346,10 +374,8 @@ def build(
     ranges of their own); return the seconds each took (reading the series counts in series_noise's)."""
     started = time.perf_counter()
     _set_constants(con)
-    for name in SCRATCH_TABLES:
-        con.execute(f'DROP TABLE IF EXISTS "{name}"')
-    for name, columns in SCRATCH_COLUMNS.items():
-        con.execute(f'CREATE TEMP TABLE "{name}" ({columns})')
+    _drop_scratch(con)
+    con.execute(f'DROP TABLE IF EXISTS "{CANDIDATES}"')
     stored = stored_ranges(con)
     if stored is not None:
         first_pass = stream_series(
@@ -358,14 +384,20 @@ def build(
     else:
         ranges = group_ranges(con) if ranges is None else ranges
         first_pass = stream_series(con, sql_files.text("series/series"), sql_files.text("series/series_points"), ranges)
-    for batch in first_pass:
-        parts, reruns = _own_rows(batch)
-        _append(con, "series_parts", parts)
-        _append(con, "series_reruns", reruns)
-    create_table(con, "series_noise", sql_files.text("series/series_noise"))
-    seconds = {"series_noise": time.perf_counter() - started}
-    started = time.perf_counter()
-    con.execute(f"CREATE TABLE series_candidates AS {sql_files.text('series/candidate_series')}")
+    with _scratch_folder(con) as folder:
+        batches = 0
+        for batch in first_pass:
+            for name, rows in zip(SCRATCH_COLUMNS, _own_rows(batch)):
+                pq.write_table(rows, Path(folder) / f"{name}-{batches}.parquet", compression="none")
+            batches += 1
+        try:
+            _scratch(con, Path(folder), batches)
+            create_table(con, "series_noise", sql_files.text("series/series_noise"))
+            seconds = {"series_noise": time.perf_counter() - started}
+            started = time.perf_counter()
+            con.execute(f'CREATE TABLE "{CANDIDATES}" AS {sql_files.text("series/candidate_series")}')
+        finally:
+            _drop_scratch(con)
     found: list[pa.Table] = []
     candidates, points = sql_files.text("series/candidate_series_range"), sql_files.text("series/series_points_of_candidates")
     # Ranges of their own: the candidates' points are fewer, and every range reads all of runs again.
@@ -378,8 +410,7 @@ def build(
     con.register("change_point_rows", pa.concat_tables(found) if found else CHANGE_ROWS.empty_table())
     create_table(con, "change_points", sql_files.text("series/change_points"))
     con.unregister("change_point_rows")
-    for name in SCRATCH_TABLES:
-        con.execute(f'DROP TABLE "{name}"')
+    con.execute(f'DROP TABLE "{CANDIDATES}"')
     seconds["change_points"] = time.perf_counter() - started
     return seconds
 
