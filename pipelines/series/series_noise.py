@@ -144,10 +144,29 @@ def window_spreads(series_of: np.ndarray, logs: np.ndarray, n_series: int) -> np
         chosen = long[counts[long] == length]
         values = logs[starts[chosen, None] + np.arange(length)]
         windows = np.lib.stride_tricks.sliding_window_view(values, min(WINDOW, int(length)), axis=1)
-        q1, q3 = np.percentile(windows, [25, 75], axis=2)
+        q1, q3 = quartiles(windows)
         widths = (q3 - q1) * IQR_TO_SIGMA
         spreads[chosen] = np.maximum(np.median(widths, axis=1), widths[:, -1])
     return spreads
+
+
+def quartiles(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.percentile(windows, [25, 75], axis=2)` to the last bit: each window sorted once, then numpy's linear
+    interpolation between its order statistics with numpy's own arithmetic (its `_lerp`). np.percentile moved the
+    axis first and partitioned a copy: 3 to 20 times as long, most of the window spreads' time at 10M runs."""
+    ordered = np.sort(windows, axis=2)
+    size = ordered.shape[2]
+    found = []
+    for q in (0.25, 0.75):
+        place = q * (size - 1)
+        low = int(place)
+        fraction = place - low
+        below, above = ordered[:, :, low], ordered[:, :, min(low + 1, size - 1)]
+        difference = above - below
+        found.append(above - difference * (1 - fraction) if fraction >= 0.5 else below + difference * fraction)
+    # A window with a NaN (sorted last) has NaN quartiles, as np.percentile gives.
+    missing = np.isnan(ordered[:, :, -1])
+    return tuple(np.where(missing, np.nan, value) for value in found)
 
 
 class OwnNoise(NamedTuple):

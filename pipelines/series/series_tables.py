@@ -50,8 +50,9 @@ POINTS_BATCH_ROWS = 250_000
 # The most points a batch of series is computed with (unless one series, or one group when whole groups are asked for,
 # holds more): the series' own estimates hold several arrays per point, so a batch of SERIES_BATCH_ROWS long series
 # held twice the memory of one of short series (at 10M synthetic runs, 4.9 points a series against 2.2 at 1M: the
-# build's peak 949 MB against 857, docs/performance.md).
-BATCH_POINTS = 250_000
+# build's peak 949 MB against 857, docs/performance.md). 150k since the scratch left DuckDB's memory to its cache of
+# runs, where the series step's peak is: 965 MB at 10M with 250k, 902 with 150k, in the same time.
+BATCH_POINTS = 150_000
 # Points per range of groups read (`group_ranges`): DuckDB sorts a range's points at once, and its sort of 3M points
 # went past its memory limit by 350 MB, of 1M not; half that under the build's 512 MB (docs/performance.md).
 RANGE_ROWS = 500_000

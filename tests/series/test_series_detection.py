@@ -217,3 +217,16 @@ def test_confidence_is_lower_when_the_segments_overlap():
     (less_sure,) = change_points.detect(overlapping, flat_noise(overlapping))
     assert sure.confidence == 1.0
     assert 0.5 < less_sure.confidence < 1.0
+
+
+@pytest.mark.parametrize("length", [6, 7, 8, 9, 10, 11, 17])
+def test_the_window_quartiles_are_numpys_percentiles_to_the_last_bit(length: int):
+    rng = np.random.default_rng(length)
+    values = np.log(rng.lognormal(11, 0.05, size=(500, length)))
+    values[::7, 2] = values[::7, 1]  # ties
+    values[::11] = values[::11, :1]  # a series of one value
+    values[5, 3], values[9, 0] = np.nan, np.inf
+    windows = np.lib.stride_tricks.sliding_window_view(values, min(noise.WINDOW, length), axis=1)
+    expected = np.percentile(windows, [25, 75], axis=2)
+    for found, wanted in zip(noise.quartiles(windows), expected):
+        assert np.array_equal(found, wanted, equal_nan=True)
