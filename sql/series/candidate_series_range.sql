@@ -3,4 +3,4 @@
 SELECT *
 FROM series_candidates
 WHERE ($lo IS NULL OR group_id >= $lo) AND ($hi IS NULL OR group_id < $hi)
-ORDER BY group_id, provider, backend
+ORDER BY series_number
