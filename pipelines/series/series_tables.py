@@ -50,8 +50,8 @@ POINTS_BATCH_ROWS = 250_000
 # The most points a batch of series is computed with (unless one series, or one group when whole groups are asked for,
 # holds more): the series' own estimates hold several arrays per point, so a batch of SERIES_BATCH_ROWS long series
 # held twice the memory of one of short series (at 10M synthetic runs, 4.9 points a series against 2.2 at 1M: the
-# build's peak 949 MB against 857, docs/performance.md). 150k since the scratch left DuckDB's memory to its cache of
-# runs, where the series step's peak is: 965 MB at 10M with 250k, 902 with 150k, in the same time.
+# build's peak 949 MB against 857, docs/performance.md). 150k since the series are read as stored: the build's peak at
+# 10M, in this step, was 965 MB with batches of 250k points, 902 with 150k, in the same time.
 BATCH_POINTS = 150_000
 # Points per range of groups read (`group_ranges`): DuckDB sorts a range's points at once, and its sort of 3M points
 # went past its memory limit by 350 MB, of 1M not; half that under the build's 512 MB (docs/performance.md).
@@ -371,8 +371,9 @@ def build(
     ranges: Sequence[dict[str, str | None]] | None = None,
 ) -> dict[str, float]:
     """Make series_noise and change_points in `con` (create_table: database_build's, for its compression), reading
-    the series one range of groups at a time (`ranges`, group_ranges' when not given; the candidates' points in
-    ranges of their own); return the seconds each took (reading the series counts in series_noise's)."""
+    the series one range of runs as stored at a time where each is one block (`stored_ranges`), else one range of
+    groups at a time (`ranges`, group_ranges' when not given); the candidates' points in ranges of groups of their
+    own. Return the seconds each took (reading the series counts in series_noise's)."""
     started = time.perf_counter()
     _set_constants(con)
     _drop_scratch(con)
