@@ -376,7 +376,6 @@ def build(
     own. Return the seconds each took (reading the series counts in series_noise's)."""
     started = time.perf_counter()
     _set_constants(con)
-    _drop_scratch(con)
     con.execute(f'DROP TABLE IF EXISTS "{CANDIDATES}"')
     stored = stored_ranges(con)
     if stored is not None:
