@@ -111,6 +111,9 @@ def _statistic(name: str) -> Stage:
                 "series/series_points",
                 "series/series_points_of_candidates",
                 "series/stored_ranges",
+                # The views the series SQL reads: a point's commit and place are theirs.
+                "views/commit_places",
+                "views/run_points",
             ),
             libraries=("duckdb", "numpy", "pyarrow", "ruptures"),
             modules=(DATABASE_BUILDER, f"{SERIES_MODULES}.series_tables"),
@@ -155,7 +158,7 @@ STAGES: dict[str, Stage] = {
             entry="pipelines.statistics.database_publish:build_database_if_changed",
             outputs=(),  # the file holds the statistics, which are its assets
             # The readers' views, the checks and the tables' copies and comments, beside the statistics.
-            sql=("macros", "views/commit_places", "views/readable_runs", *(f"checks/{check}" for check in SQL_CHECKS)),
+            sql=("macros", "views/commit_places", "views/readable_runs", "views/run_points", *(f"checks/{check}" for check in SQL_CHECKS)),
             libraries=("duckdb",),
             modules=(DATABASE_BUILDER,),
             leave_out=(SERIES_MODULES,),

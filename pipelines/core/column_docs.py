@@ -200,6 +200,11 @@ COLUMNS: dict[str, dict[str, str]] = {
         "commit_at": "its place in main as a time (UTC): from main's first-parent order where main holds it, else the earliest of its first run and its data commit's time",
         "main_position": "its first-parent position in main (1: the root); null where main does not hold it",
     },
+    "run_points": {
+        "row_id": "the run's rowid in runs (run_id order), to join back on",
+        "commit": "the code the point stands for: the benchmarked commit, else its first snapshot's data commit, else that snapshot",
+        "placed_at": "where the point sits in its series: its commit's place in main (commit_places), else when it ran",
+    },
     # The view in human units: its inherited words would say ns and bytes.
     "readable_runs": {
         "value": "median in ms (speed) or MiB (memory); another metric in its raw unit",

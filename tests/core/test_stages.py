@@ -14,7 +14,7 @@ import pytest
 from pipelines import stages
 from pipelines.core import code_version, schemas, sql_files
 from pipelines.defs.builds import checks
-from pipelines.statistics import db
+from pipelines.statistics import db, lineage
 
 
 def all_versions() -> dict[str, str]:
@@ -40,6 +40,19 @@ def test_the_registry_names_what_the_code_has():
     assert listed_sql <= set(sql_files.names())
     assert set(sql_files.names("report")) <= listed_sql and set(sql_files.names("series")) <= listed_sql
     assert {f"views/{name.removeprefix('views/')}" for name in sql_files.names("views")} <= listed_sql
+
+
+def test_the_series_stage_lists_the_views_its_sql_reads():
+    """A change to a view the series read (a point's commit and place) must compute the series again."""
+    views = {name.removeprefix("views/") for name in sql_files.names("views")}
+    listed = set(stages.statistic("series_noise").sql)
+    found = {view for name in listed if name.startswith("series/") for view in lineage.tables_read(sql_files.text(name)) & views}
+    read: set[str] = set()
+    while found:  # and the views those views read
+        read |= found
+        found = {view for name in found for view in lineage.tables_read(sql_files.text(f"views/{name}")) & views} - read
+    assert {"run_points", "commit_places"} <= read
+    assert {f"views/{view}" for view in read} <= listed
 
 
 def test_every_stage_reads_stages_and_its_entry_function_exists():

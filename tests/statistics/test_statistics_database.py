@@ -31,7 +31,7 @@ def test_build_makes_every_table_and_statistic(warehouse_dir: Path) -> None:
     assert counts["runs"] == len(fixture_runs())
     assert counts["measurements"] == 0
     tables = {row["name"] for row in rows(warehouse_dir, "SELECT name FROM (SHOW TABLES)")}
-    assert tables == set(counts) | {"readable_runs", "commit_places"}, "the tables, the statistics and the views for readers (sql/views/)"
+    assert tables == set(counts) | {"readable_runs", "commit_places", "run_points"}, "the tables, the statistics and the views for readers (sql/views/)"
     assert not list(warehouse_dir.glob(".warehouse.duckdb.*")), "the temporary file is renamed or removed"
 
 
