@@ -158,12 +158,11 @@ def _phase_statistics(warehouse: str, design: str = "views") -> dict:
     """build_database over the normalized warehouse; with design "copies", the same build beside the Parquet
     files in a folder of links to them. The two designs were three tables viewed over Parquet against every
     table copied in; the file is now self-contained, so both copy every table (docs/performance.md)."""
-    from pipelines.statistics import database_build, db
+    from pipelines.statistics import database_build
 
     folder = Path(warehouse)
     if design == "copies":
         folder = _linked_warehouse(folder, folder.parent / "copies")
-        database_build.LOAD_SHARES = (("runs",), tuple(table for table in db.TABLES if table != "runs"))
     timed: dict[str, float] = {}
     returned: dict[str, object] = {}
 

@@ -13,10 +13,13 @@ build (they hold the old file, the build writes a new one).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import shutil
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +42,12 @@ from pipelines.statistics.db import (
 )
 from pipelines.storage import store
 
-# Loaded side by side, one connection each: runs alone takes as long as all the others.
-LOAD_SHARES: tuple[tuple[str, ...], ...] = (("runs",), tuple(table for table in TABLES if table != "runs"))
+# The tables are copied on LOAD_WORKERS connections side by side, each copy on one thread (`_load_tables` says why).
+LOAD_WORKERS = 2
+# runs alone took as long to copy as every other table together (10M runs: 75 s against 33 s), so it is copied in
+# parts of its rows, up to RUNS_PARTS of at least RUNS_PART_ROWS rows each, that both workers take.
+RUNS_PARTS = 4
+RUNS_PART_ROWS = 250_000
 # Long texts that are nearly all distinct, stored with zstd: DuckDB's default for text (dictionary
 # and FSST) spends its effort looking for repeats these columns lack. At 10M runs a run_id column
 # (157 characters) takes about a third of the time to write and half the space that way.
@@ -165,40 +172,94 @@ def _load_tables(con: duckdb.DuckDBPyConnection, warehouse_dir: Path) -> None:
     Copied rather than viewed, so that the file reads no other (a copy of it alone answers every query;
     a view names its Parquet by a path that DuckDB resolves against the reader's folder, not the file's)
     and readers never see Parquet that a later run rewrote under them. Each copy runs on one
-    thread, the shares side by side: a copy on several threads keeps the file's row order only
-    by rewriting its row groups at the next checkpoint, which costs as much again.
-    The statistics rely on runs' row order (see `history_key` in sql/macros.sql).
+    thread, LOAD_WORKERS side by side: within MEMORY_LIMIT DuckDB copies a table in its file's order on one thread
+    only (10M runs on two threads: 91 s against 75), and a copy that may reorder rows would need a sort after it.
+    runs is copied in parts of its file's rows, each in its own transaction, committed in the file's order: a
+    table's rows are in the order of the commits that appended them, so runs keeps its file's order (10M runs in
+    two parts side by side: 40 s against 75). The statistics rely on runs' row order (see `history_key` in
+    sql/macros.sql); the check after the copy sorts runs where it does not hold.
     """
     sources = {table: _parquet_source(warehouse_dir.resolve(), table) for table in TABLES}
     con.execute("SET threads = 1")
-
-    def load(tables: tuple[str, ...]) -> None:
-        with con.cursor() as cursor:
-            for table in tables:
-                try:
-                    create_table(cursor, table, _select_all(cursor, table, sources[table]), [sources[table]])
-                except duckdb.Error:  # random damage raises any of its kinds; parquet_reads below tells
-                    damaged = Path(sources[table])
-                    if not damaged.is_file() or store.parquet_reads(damaged):
-                        raise  # not the table's damage (a full disk, say)
-                    # Its footer read (see _parquet_source), its data did not; DuckDB's message is not one line.
-                    # The file in the tables' build is removed (under the writer lock), so that their next build
-                    # finds that build damaged and makes it again.
-                    damaged.resolve().unlink()
-                    raise store.DamagedFile(
-                        f"{sources[table]} is damaged (its data does not read) and was removed: materialize the tables "
-                        "(or everything), which rebuild it from the staging",
-                        damaged,
-                    ) from None
-
-    with ThreadPoolExecutor(len(LOAD_SHARES)) as pool:
-        for done in [pool.submit(load, share) for share in LOAD_SHARES]:
-            done.result()
-    con.execute("RESET threads")
+    try:
+        with ThreadPoolExecutor(LOAD_WORKERS) as pool:
+            # The pool takes its tasks in order: the largest other table first, so that it and runs' parts keep both
+            # workers busy, the small ones last. A part waits only for the part before it, which is taken before it.
+            others = sorted((table for table in TABLES if table != "runs"), key=lambda table: -_source_bytes(sources[table]))
+            tasks = [*others[:1], *_runs_parts(con, sources["runs"]), *others[1:]]
+            futures = [pool.submit(_copy, con, task, sources) if isinstance(task, str) else pool.submit(task) for task in tasks]
+            errors = [error for done in futures if (error := done.exception()) is not None]
+        if errors:  # a damaged file by its name, whichever copy found it (two parts of runs may both meet the damage)
+            raise next((error for error in errors if isinstance(error, store.DamagedFile)), errors[0])
+    finally:
+        con.execute("RESET threads")
     if not _runs_in_run_id_order(con):
         create_table(con, "runs_in_order", "SELECT * FROM runs ORDER BY run_id")
         con.execute("DROP TABLE runs")
         con.execute("ALTER TABLE runs_in_order RENAME TO runs")
+
+
+def _source_bytes(source: str) -> int:
+    return Path(source).stat().st_size if Path(source).is_file() else 0
+
+
+def _copy(con: duckdb.DuckDBPyConnection, table: str, sources: dict[str, str]) -> None:
+    with con.cursor() as cursor, _reading(sources[table]):
+        create_table(cursor, table, _select_all(cursor, table, sources[table]), [sources[table]])
+
+
+def _runs_parts(con: duckdb.DuckDBPyConnection, source: str) -> list[Callable[[], None]]:
+    """The copies of runs' parts, in its file's order, each committing after the one before it; `runs` is made empty
+    here. One copy of the whole where the table is a folder of files (their row numbers are each file's)."""
+    rows = store.parquet_rows(Path(source)) if Path(source).is_file() else None
+    n_parts = max(1, min(RUNS_PARTS, (rows or 0) // RUNS_PART_ROWS))
+    if rows is None or n_parts == 1:
+        return [lambda: _copy(con, "runs", {"runs": source})]
+    select = _select_all(con, "runs", source)
+    create_table(con, "runs", f"{select} LIMIT 0", [source])
+    part_select = _select_all(con, "runs", source, rows=True)
+    committed = [threading.Event() for _ in range(n_parts)]
+    failed: list[bool] = [False] * n_parts
+
+    def part(i: int) -> None:
+        with con.cursor() as cursor:
+            cursor.execute("BEGIN TRANSACTION")
+            try:
+                with _reading(source):
+                    cursor.execute(f'INSERT INTO "runs" {part_select}', [source, i * rows // n_parts, (i + 1) * rows // n_parts])
+                if i:
+                    committed[i - 1].wait()
+                    if failed[i - 1]:
+                        raise RuntimeError("an earlier part of runs failed to copy")  # its own error is raised first
+                cursor.execute("COMMIT")
+            except BaseException:
+                failed[i] = True
+                with contextlib.suppress(duckdb.Error):  # a failed COMMIT has ended the transaction already
+                    cursor.execute("ROLLBACK")
+                raise
+            finally:
+                committed[i].set()
+
+    return [functools.partial(part, i) for i in range(n_parts)]
+
+
+@contextlib.contextmanager
+def _reading(source: str) -> Iterator[None]:
+    """Tell a damaged Parquet file (its footer read, see _parquet_source; its data does not) from any other error."""
+    try:
+        yield
+    except duckdb.Error:  # random damage raises any of its kinds; parquet_reads below tells
+        damaged = Path(source)
+        if not damaged.is_file() or store.parquet_reads(damaged):
+            raise  # not the table's damage (a full disk, say)
+        # DuckDB's message is not one line. The file in the tables' build is removed (under the writer lock), so that
+        # their next build finds that build damaged and makes it again.
+        damaged.resolve().unlink(missing_ok=True)
+        raise store.DamagedFile(
+            f"{source} is damaged (its data does not read) and was removed: materialize the tables "
+            "(or everything), which rebuild it from the staging",
+            damaged,
+        ) from None
 
 
 # Columns computed beside a Parquet column as the file is loaded: the numeric x value, so that "the largest size"
@@ -208,11 +269,12 @@ COMPUTED_AFTER = {
 }
 
 
-def _select_all(con: duckdb.DuckDBPyConnection, table: str, source: str) -> str:
+def _select_all(con: duckdb.DuckDBPyConnection, table: str, source: str, rows: bool = False) -> str:
     """The SELECT that loads `table` from its Parquet `source` (the one parameter): every column, each computed one
-    of COMPUTED_AFTER right after the column it is computed from."""
+    of COMPUTED_AFTER right after the column it is computed from. With `rows`, only the file's rows from the second
+    parameter and before the third."""
     read = "read_parquet(?, union_by_name = true)"
-    if not any(name == table for name, _ in COMPUTED_AFTER):
+    if not rows and not any(name == table for name, _ in COMPUTED_AFTER):
         return f"SELECT * FROM {read}"
     columns = [column for column, *_ in con.execute(f"DESCRIBE SELECT * FROM {read}", [source]).fetchall()]
     listed = []
@@ -220,6 +282,8 @@ def _select_all(con: duckdb.DuckDBPyConnection, table: str, source: str) -> str:
         listed.append(f'"{column}"')
         if computed := COMPUTED_AFTER.get((table, column)):
             listed.append(computed)
+    if rows:
+        read = "read_parquet(?, union_by_name = true, file_row_number = true) WHERE file_row_number >= ? AND file_row_number < ?"
     return f"SELECT {', '.join(listed)} FROM {read}"
 
 

@@ -18,6 +18,7 @@ from pipelines.core import column_docs, schemas, sql_files
 from pipelines.defs.resources import Warehouse
 from pipelines.defs.statistics.assets import statistics
 from pipelines.statistics import database_build, db
+from pipelines.storage import store
 
 pytest_plugins = ["statistics_warehouse"]
 
@@ -31,7 +32,9 @@ def test_build_makes_every_table_and_statistic(warehouse_dir: Path) -> None:
     assert counts["runs"] == len(fixture_runs())
     assert counts["measurements"] == 0
     tables = {row["name"] for row in rows(warehouse_dir, "SELECT name FROM (SHOW TABLES)")}
-    assert tables == set(counts) | {"readable_runs", "commit_places", "run_points"}, "the tables, the statistics and the views for readers (sql/views/)"
+    assert tables == set(counts) | {"readable_runs", "commit_places", "run_points"}, (
+        "the tables, the statistics and the views for readers (sql/views/)"
+    )
     assert not list(warehouse_dir.glob(".warehouse.duckdb.*")), "the temporary file is renamed or removed"
 
 
@@ -69,6 +72,50 @@ def test_runs_are_kept_in_run_id_order(warehouse_dir: Path) -> None:
     assert run_ids != sorted(run_ids), "the fixture's Parquet is not in run_id order"
     stored = [row["run_id"] for row in rows(warehouse_dir, "SELECT run_id FROM runs ORDER BY rowid")]
     assert stored == sorted(run_ids)
+
+
+def runs_in_parts(monkeypatch: pytest.MonkeyPatch, part_rows: int) -> list[int]:
+    """runs copied in parts of `part_rows` rows; the list gets the number of parts of each copy."""
+    monkeypatch.setattr(database_build, "RUNS_PART_ROWS", part_rows)
+    parts = database_build._runs_parts
+    counted: list[int] = []
+    monkeypatch.setattr(database_build, "_runs_parts", lambda *args: counted.append(len(found := parts(*args))) or found)
+    return counted
+
+
+def test_runs_copied_in_parts_keeps_its_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts committed in the file's order make runs in that order, with no sort after the copy."""
+    runs = sorted(fixture_runs(), key=lambda r: r["run_id"])
+    write_warehouse(tmp_path / "whole", runs)
+    database_build.build_database(tmp_path / "whole", BASELINES)
+    in_order: list[bool] = []
+    check = database_build._runs_in_run_id_order
+    monkeypatch.setattr(database_build, "_runs_in_run_id_order", lambda con: in_order.append(check(con)) or in_order[-1])
+    counted = runs_in_parts(monkeypatch, len(runs) // 5)
+    write_warehouse(tmp_path / "parts", runs)
+    database_build.build_database(tmp_path / "parts", BASELINES)
+    assert counted == [database_build.RUNS_PARTS] and in_order == [True]
+    stored = [row["run_id"] for row in rows(tmp_path / "parts", "SELECT run_id FROM runs ORDER BY rowid")]
+    assert stored == [r["run_id"] for r in runs]
+    assert statistics_of(tmp_path / "parts") == statistics_of(tmp_path / "whole")
+
+
+def test_a_runs_file_damaged_inside_is_named_when_copied_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every part meets the damage: the build names the file, removes it for the tables' next build, and leaves no
+    half-written database."""
+    runs = sorted(fixture_runs(), key=lambda r: r["run_id"])
+    write_warehouse(tmp_path, runs)
+    counted = runs_in_parts(monkeypatch, len(runs) // 5)
+    file = tmp_path / "runs.parquet"
+    data = bytearray(file.read_bytes())
+    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
+    data[4:pages_end] = bytes(byte ^ 0xFF for byte in data[4:pages_end])
+    file.write_bytes(bytes(data))
+    with pytest.raises(store.DamagedFile, match="runs.parquet is damaged"):
+        database_build.build_database(tmp_path, BASELINES)
+    assert counted == [database_build.RUNS_PARTS]
+    assert not file.exists(), "removed, so that the tables' next build makes it again"
+    assert not db.database_path(tmp_path).exists() and not list(tmp_path.glob(".warehouse.duckdb.*"))
 
 
 def statistics_of(warehouse_dir: Path) -> dict[str, list[tuple]]:
