@@ -12,6 +12,12 @@ CREATE OR REPLACE MACRO improvement_ratio(reference, value, unit) AS (
     CASE WHEN lower_is_better(unit) AND reference > 0 AND value > 0 THEN reference / value END
 );
 
+-- The geometric mean of positive ratios (an aggregate), the same to the last
+-- bit in whatever order the rows reach it: the logs are summed in ascending
+-- order. exp(avg(ln(ratio))) sums them in the order the rows come, which a
+-- parallel plan or another row-group layout of runs changes.
+CREATE OR REPLACE MACRO ordered_geomean(ratio) AS exp(list_avg(list_sort(list(ln(ratio)))));
+
 -- Two runs are separated when their [p20, p80] intervals do not overlap.
 CREATE OR REPLACE MACRO intervals_separated(p20, p80, other_p20, other_p80) AS (
     p80 < other_p20 OR p20 > other_p80

@@ -25,7 +25,7 @@ SELECT
     baseline_provider,
     baseline_backend,
     count(*) AS n_groups,
-    exp(avg(ln(ratio))) AS geomean_ratio,
+    ordered_geomean(ratio) AS geomean_ratio,
     min(ratio) AS min_ratio,
     max(ratio) AS max_ratio,
     count(*) FILTER (WHERE ratio > 1 AND separated) AS wins,

@@ -53,7 +53,7 @@ sweeps AS (
         count(*) FILTER (WHERE ratio > 1) AS n_better,
         count(*) FILTER (WHERE ratio < 1) AS n_worse,
         count(*) FILTER (WHERE ratio = 1) AS n_ties,
-        exp(avg(ln(ratio))) AS geomean_ratio,
+        ordered_geomean(ratio) AS geomean_ratio,
         min(ratio) AS min_ratio,
         max(ratio) AS max_ratio,
         -- One ordered list, split below: each ordered aggregate sorts its input again.

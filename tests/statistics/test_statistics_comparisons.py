@@ -4,6 +4,7 @@ hand: provider_comparisons, comparable_groups, kernel_scorecard, version_changes
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 from pathlib import Path
 
@@ -211,6 +212,24 @@ def test_scorecard_geomean_wins_losses_and_draws(warehouse_dir: Path) -> None:
     assert (torch["n_groups"], torch["wins"], torch["losses"], torch["draws"]) == (2, 0, 1, 1)
     assert torch["geomean_ratio"] == pytest.approx(math.sqrt(0.5))
     assert (torch["gpu_name"], torch["pass"]) == ("H100", "forward")
+
+
+def test_the_geometric_mean_is_the_same_in_any_order_of_rows() -> None:
+    """exp(avg(ln)) sums in the order rows come, which the plan and runs' row groups decide: these four ratios give
+    two results over their orders. The scorecard's and the sweeps' geometric mean gives one."""
+    ratios = [1.74, 1.62, 2.13, 2.47]
+    with duckdb.connect() as con:
+        con.execute(sql_files.text("macros"))
+
+        def means(expression: str) -> set[float]:
+            query = f"SELECT {expression} FROM unnest(?::DOUBLE[]) AS t(ratio)"
+            return {con.execute(query, [list(order)]).fetchone()[0] for order in itertools.permutations(ratios)}
+
+        assert len(means("exp(avg(ln(ratio)))")) == 2
+        (mean,) = means("ordered_geomean(ratio)")
+    assert mean == pytest.approx(math.prod(ratios) ** 0.25)
+    for name in ("kernel_scorecard", "sweep_comparisons"):
+        assert "ordered_geomean(ratio) AS geomean_ratio" in sql_files.text(f"statistics/{name}")
 
 
 # --- version_changes --------------------------------------------------------------------------
