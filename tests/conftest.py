@@ -93,6 +93,15 @@ def upstream_warehouse(upstream_bundle: Path, tmp_path_factory: pytest.TempPathF
     return build_warehouse(root / "warehouse", str(upstream_bundle), root / "cache", streams=("data", "ci"))
 
 
+def damaged_inside(parquet: Path) -> None:
+    """Every page of a Parquet file overwritten and its footer kept whole: it lists and counts its rows, and its data
+    does not read (what only reading every page finds)."""
+    data = bytearray(parquet.read_bytes())
+    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    data[4:pages_end] = os.urandom(pages_end - 4)
+    parquet.write_bytes(bytes(data))
+
+
 def git(repo: Path, *args: str, date: str | None = None) -> str:
     env = {
         **os.environ,

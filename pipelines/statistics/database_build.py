@@ -215,9 +215,8 @@ def _runs_parts(con: duckdb.DuckDBPyConnection, source: str) -> list[Callable[[]
     n_parts = max(1, min(RUNS_PARTS, (rows or 0) // RUNS_PART_ROWS))
     if rows is None or n_parts == 1:
         return [lambda: _copy(con, "runs", {"runs": source})]
-    select = _select_all(con, "runs", source)
-    create_table(con, "runs", f"{select} LIMIT 0", [source])
     part_select = _select_all(con, "runs", source, rows=True)
+    create_table(con, "runs", f"{part_select} LIMIT 0", [source, 0, 0])
     committed = [threading.Event() for _ in range(n_parts)]
     failed: list[bool] = [False] * n_parts
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import FILE_GLOB, UpstreamRepo, liger_csv, liger_row
+from conftest import FILE_GLOB, UpstreamRepo, damaged_inside, liger_csv, liger_row
 
 from pipelines.assemble import assembly as tables
 from pipelines.assemble import checks
@@ -213,10 +213,7 @@ def test_a_staged_part_damaged_inside_is_named_then_staged_again(clean, tmp_path
     bytes, and the run after it stages the snapshot again."""
     warehouse, cache = clean.copy(tmp_path / "w")
     part = staged_folder(warehouse) / "rows-00000.parquet"
-    data = bytearray(part.read_bytes())
-    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
-    data[4:pages_end] = os.urandom(pages_end - 4)
-    part.write_bytes(bytes(data))
+    damaged_inside(part)
     shutil.rmtree(layout.Layout(warehouse).builds(layout.TABLES_STAGE))  # the tables are assembled again, reading every part
     with pytest.raises(store.DamagedFile) as caught:
         run_next(warehouse, cache, clean.source)
@@ -285,10 +282,7 @@ def test_a_damaged_table_is_named_when_the_statistics_run_alone(clean, tmp_path)
 def test_a_table_damaged_inside_is_named_by_the_statistics_and_rebuilt_by_the_next_run(clean, tmp_path):
     warehouse, cache = clean.copy(tmp_path / "w")
     table = warehouse / "runs.parquet"
-    data = bytearray(table.read_bytes())
-    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
-    data[4:pages_end] = os.urandom(pages_end - 4)
-    table.write_bytes(bytes(data))
+    damaged_inside(table)
     without_database_builds(warehouse)
     with pytest.raises(store.DamagedFile) as caught:
         publish.build_database_if_changed(warehouse, BASELINES)

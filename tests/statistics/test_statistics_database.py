@@ -11,6 +11,7 @@ import dagster as dg
 import duckdb
 import polars as pl
 import pytest
+from conftest import damaged_inside
 from statistics_warehouse import BASELINES, by_provider, fixture_runs, rows, sigma, write_warehouse
 from test_duckdb_file import bit_rot
 
@@ -74,6 +75,14 @@ def test_runs_are_kept_in_run_id_order(warehouse_dir: Path) -> None:
     assert stored == sorted(run_ids)
 
 
+def order_checks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each build's check of runs' order found (True: in run_id order, no sort)."""
+    found: list[bool] = []
+    check = database_build._runs_in_run_id_order
+    monkeypatch.setattr(database_build, "_runs_in_run_id_order", lambda con: found.append(check(con)) or found[-1])
+    return found
+
+
 def runs_in_parts(monkeypatch: pytest.MonkeyPatch, part_rows: int) -> list[int]:
     """runs copied in parts of `part_rows` rows; the list gets the number of parts of each copy."""
     monkeypatch.setattr(database_build, "RUNS_PART_ROWS", part_rows)
@@ -88,9 +97,7 @@ def test_runs_copied_in_parts_keeps_its_file_order(tmp_path: Path, monkeypatch: 
     runs = sorted(fixture_runs(), key=lambda r: r["run_id"])
     write_warehouse(tmp_path / "whole", runs)
     database_build.build_database(tmp_path / "whole", BASELINES)
-    in_order: list[bool] = []
-    check = database_build._runs_in_run_id_order
-    monkeypatch.setattr(database_build, "_runs_in_run_id_order", lambda con: in_order.append(check(con)) or in_order[-1])
+    in_order = order_checks(monkeypatch)
     counted = runs_in_parts(monkeypatch, len(runs) // 5)
     write_warehouse(tmp_path / "parts", runs)
     database_build.build_database(tmp_path / "parts", BASELINES)
@@ -107,10 +114,7 @@ def test_a_runs_file_damaged_inside_is_named_when_copied_in_parts(tmp_path: Path
     write_warehouse(tmp_path, runs)
     counted = runs_in_parts(monkeypatch, len(runs) // 5)
     file = tmp_path / "runs.parquet"
-    data = bytearray(file.read_bytes())
-    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # the footer is kept whole
-    data[4:pages_end] = bytes(byte ^ 0xFF for byte in data[4:pages_end])
-    file.write_bytes(bytes(data))
+    damaged_inside(file)
     with pytest.raises(store.DamagedFile, match="runs.parquet is damaged"):
         database_build.build_database(tmp_path, BASELINES)
     assert counted == [database_build.RUNS_PARTS]
@@ -153,9 +157,7 @@ def test_statistics_do_not_depend_on_the_order_of_runs(tmp_path: Path, monkeypat
     Reversed, the two liger runs of group A that tie on observed_at come in the order opposite to
     their run_ids, which must still decide which one is the latest and which one came before.
     """
-    in_order: list[bool] = []
-    check = database_build._runs_in_run_id_order
-    monkeypatch.setattr(database_build, "_runs_in_run_id_order", lambda con: in_order.append(check(con)) or in_order[-1])
+    in_order = order_checks(monkeypatch)
     runs = fixture_runs()
     found = {}
     for order, ordered in {
