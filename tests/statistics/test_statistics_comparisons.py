@@ -357,6 +357,23 @@ def test_sweep_points_go_to_their_own_baseline(warehouse_dir: Path) -> None:
     assert (only_tie["x_values"], only_tie["n_ties"], only_tie["sign_test_p"]) == (["8"], 1, None)
 
 
+def test_a_sweep_of_runs_without_a_backend_is_compared(tmp_path: Path) -> None:
+    """An implementation is its provider and backend, and runs written with none are one implementation of their
+    own: their sweep is paired with its baseline's points as any other (each latest run found by its key)."""
+    write_warehouse(
+        tmp_path,
+        [
+            run(provider, ms * 1_000_000, x=("seq", seq), backend=None)
+            for seq, (liger_ms, hf_ms) in {128: (1.0, 2.0), 256: (2.0, 3.0)}.items()
+            for provider, ms in (("liger", liger_ms), ("huggingface", hf_ms))
+        ],
+    )
+    database_build.build_database(tmp_path, BASELINES)
+    liger = sweeps(tmp_path, "rms_norm")["liger", "huggingface"]
+    assert (liger["backend"], liger["baseline_backend"], liger["x_values"]) == (None, None, ["128", "256"])
+    assert liger["ratios"] == pytest.approx([2.0, 1.5])
+
+
 @pytest.mark.parametrize(
     ("better", "worse", "expected"),
     [(8, 0, 2 / 256), (0, 8, 2 / 256), (7, 1, 2 * 9 / 256), (4, 4, 1.0), (1, 0, 1.0), (0, 0, None)],
